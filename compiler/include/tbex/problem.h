@@ -1,0 +1,95 @@
+#pragma once
+/** Typed conv3d-backprop problems: what the frontend produces from TBE arguments and what every
+ * later stage (ops, schedules, codegen) consumes. Nothing past the frontend sees a para_dict. */
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tbex/dtype.h"
+#include "tbex/group_dict.h"
+
+namespace tbex {
+
+enum class OpKind { kBackpropFilter, kBackpropInput };
+const char* op_name(OpKind op);  ///< "conv3d_backprop_filter" | "conv3d_backprop_input"
+
+/** The convolution, in NCDHW terms, independent of which gradient is computed. */
+struct ConvGeometry {
+  int64_t n = 1, cin = 1, cout = 1, groups = 1;
+  std::array<int64_t, 3> in{1, 1, 1};      ///< D, H, W of the forward input (fmap / dx)
+  std::array<int64_t, 3> out{1, 1, 1};     ///< Do, Ho, Wo of the forward output (dy)
+  std::array<int64_t, 3> kernel{1, 1, 1};  ///< Kd, Kh, Kw
+  std::array<int64_t, 3> stride{1, 1, 1};
+  std::array<int64_t, 3> dilation{1, 1, 1};
+  std::array<int64_t, 6> pads{0, 0, 0, 0, 0, 0};  ///< front, back, top, bottom, left, right
+
+  int64_t cin1() const { return ceil_div(cin, kC0); }
+  int64_t cout1() const { return ceil_div(cout, kC0); }
+  int64_t cin_pg() const { return cin / groups; }
+  int64_t cout_pg() const { return cout / groups; }
+  /** Multiply-adds of one pass times two: 2*N*Cout*Do*Ho*Wo*(Cin/groups)*Kd*Kh*Kw. */
+  double flops() const;
+};
+
+struct Problem {
+  OpKind op = OpKind::kBackpropFilter;
+  ConvGeometry geo;
+  GroupDict group;
+  DType in_dtype = DType::kFloat32;   ///< x and dy (dW), filter and dy (dX)
+  DType res_dtype = DType::kFloat32;  ///< output element type
+  bool has_bias = false;              ///< dX only: tensor_bias (Cin values, float32 or in_dtype)
+  DType bias_dtype = DType::kFloat32;
+  std::string kernel_name;
+
+  /** Shapes of the operands in TBE layouts (outermost first). */
+  std::vector<int64_t> x_shape() const;       ///< 6HD (N, D, C1, H, W, 16)
+  std::vector<int64_t> dy_shape() const;      ///< 6HD (N, Do, Co1, Ho, Wo, 16)
+  std::vector<int64_t> filter_shape() const;  ///< FRACTAL_Z_3D (real_g*Kd*cin1_g*Kh*Kw, cout_g/16, 16, 16)
+  std::vector<int64_t> dw_shape() const;      ///< (real_g, Kd*cin1_g*Kh*Kw, cout_g, 16)
+  std::vector<int64_t> dx_shape() const;      ///< (N, D, C1, H*W, 16)
+  std::vector<int64_t> bias_shape() const;    ///< (Cin,)
+
+  /** Operand shapes in kernel argument order (inputs then output). */
+  std::vector<std::vector<int64_t>> input_shapes() const;
+  std::vector<DType> input_dtypes() const;
+  std::vector<int64_t> output_shape() const;
+
+  /** benchdnn-style canonical string; equal strings mean identical kernels. */
+  std::string canonical() const;
+};
+
+/** TBE's para_dict, parsed from the caller's dict but not yet validated. */
+struct ParaDict {
+  std::optional<std::vector<int64_t>> strides;
+  std::optional<std::vector<int64_t>> pads;
+  std::optional<std::vector<int64_t>> dilations;
+  std::optional<std::string> res_dtype;
+  std::string kernel_name;
+  std::optional<std::map<std::string, int64_t>> group_dict;
+  /** tbex extension: the group count when no group_dict is given (TBE derives it from group_dict;
+   * otherwise groups = Cin / (Cin/groups of filter_size)). */
+  std::optional<int64_t> groups;
+};
+
+/** dsl.conv3d_backprop_filter: x and out_backprop are 6HD, filter_size is [Cout, Kd, Cin/groups, Kh, Kw]. */
+Problem make_backprop_filter_problem(const std::vector<int64_t>& x_shape, DType x_dtype,
+                                     const std::vector<int64_t>& dy_shape, DType dy_dtype,
+                                     const std::vector<int64_t>& filter_size, const ParaDict& para);
+
+/** dsl.conv3d_backprop_input: filter is FRACTAL_Z_3D, out_backprop 6HD, filter_size is
+ * [Cout, Cin/groups, Kd, Kh, Kw], input_size is [N, D, H, W, Cin] (NDHWC).
+ * bias_shape: empty for no tensor_bias. */
+Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DType filter_dtype,
+                                    const std::vector<int64_t>& dy_shape, DType dy_dtype,
+                                    const std::vector<int64_t>& filter_size,
+                                    const std::vector<int64_t>& input_size, const ParaDict& para,
+                                    const std::vector<int64_t>& bias_shape = {},
+                                    DType bias_dtype = DType::kFloat32);
+
+/** Validates an already-built problem (what the two makers above end with). */
+void validate(const Problem& p);
+
+}  // namespace tbex
