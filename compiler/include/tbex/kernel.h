@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tbex/problem.h"
+#include "tbex/thread_pool.h"
 
 namespace tbex {
 
@@ -44,8 +45,5 @@ std::vector<std::string> schedule_names(OpKind op);
 /** Why each schedule does or does not apply to `problem`, in registry order. */
 std::vector<std::pair<std::string, std::string>> explain_schedules(const Problem& problem);
 
-/** Worker threads used by kernels (0 = all cores). */
-void set_num_threads(int n);
-int num_threads();
 
 }  // namespace tbex

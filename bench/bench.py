@@ -1,0 +1,715 @@
+#!/usr/bin/env python3
+"""Benchmark tbex's conv3d backprop kernels (dW, dX) against oneDNN and PyTorch on this CPU.
+
+    .venv/bin/python bench/bench.py                       # all workloads, dw+dx, f32, threads 1,2
+    .venv/bin/python bench/bench.py --quick               # a_tbe_doc, b_c3d, c1_unet_64cube
+    .venv/bin/python bench/bench.py --no-tbex --dtypes f32,bf16 --threads 1
+    .venv/bin/python bench/bench.py --workloads b_c3d --passes dw --target-sec 2
+
+Workloads come from shared/bench_workloads.json (next to the repo; --workloads-file to override).
+The oneDNN helper and the peak kernel are built on demand into bench/build/ by bench/build.sh.
+Prints a table and writes bench/RESULTS.md (--out to change, --out '' to skip); raw results go
+to bench/build/results.json. See bench/README.md for the columns.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+BUILD = HERE / "build"
+QUICK = ["a_tbe_doc", "b_c3d", "c1_unet_64cube"]
+NP_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+TBEX_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+# --------------------------------------------------------------------------------------------
+# workloads
+
+
+def find_workloads_file(arg):
+    cands = []
+    if arg:
+        cands.append(Path(arg))
+    if os.environ.get("TBEX_BENCH_WORKLOADS"):
+        cands.append(Path(os.environ["TBEX_BENCH_WORKLOADS"]))
+    cands += [REPO.parent / "shared" / "bench_workloads.json", HERE / "bench_workloads.json"]
+    for c in cands:
+        if c.is_file():
+            return c
+    sys.exit("bench: no workloads file found (tried %s)" % ", ".join(str(c) for c in cands))
+
+
+def out_dims(w):
+    def o(i, p0, p1, k, d, s):
+        return (i + p0 + p1 - ((k - 1) * d + 1)) // s + 1
+
+    return (
+        o(w["D"], w["pad_front"], w["pad_back"], w["Kd"], w["dd"], w["sd"]),
+        o(w["H"], w["pad_top"], w["pad_bottom"], w["Kh"], w["dh"], w["sh"]),
+        o(w["W"], w["pad_left"], w["pad_right"], w["Kw"], w["dw"], w["sw"]),
+    )
+
+
+def flops(w):
+    Do, Ho, Wo = out_dims(w)
+    return (
+        2.0 * w["N"] * w["Cout"] * Do * Ho * Wo * (w["Cin"] // w["groups"])
+        * w["Kd"] * w["Kh"] * w["Kw"]
+    )
+
+
+def np_dtype(dtype):
+    if dtype == "bf16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(NP_DTYPES[dtype])
+
+
+class Data:
+    """Random NCDHW / OIDHW tensors of one workload, rounded to the benchmark dtype, shared by
+    every implementation (so their results can be compared)."""
+
+    def __init__(self, w, dtype, seed=0):
+        rng = np.random.default_rng(seed)
+        Do, Ho, Wo = out_dims(w)
+        g = w["groups"]
+        self.x_shape = (w["N"], w["Cin"], w["D"], w["H"], w["W"])
+        self.dy_shape = (w["N"], w["Cout"], Do, Ho, Wo)
+        self.w_shape = (w["Cout"], w["Cin"] // g, w["Kd"], w["Kh"], w["Kw"])
+        dt = np_dtype(dtype)
+        # x, dy, w in the benchmark dtype (contiguous NCDHW / OIDHW)
+        self.x = rng.uniform(-1, 1, self.x_shape).astype(np.float32).astype(dt)
+        self.dy = rng.uniform(-1, 1, self.dy_shape).astype(np.float32).astype(dt)
+        self.w = rng.uniform(-1, 1, self.w_shape).astype(np.float32).astype(dt)
+
+
+# --------------------------------------------------------------------------------------------
+# timing
+
+
+def time_fn(fn, target_s, min_k=3, max_k=50):
+    """Warm-up run, then the median of k runs, k adaptive: about target_s of timed runs, at least
+    min_k (1 when one run is longer than 4*target_s), at most max_k. A run longer than
+    10*target_s is not repeated: its warm-up time is reported (k = 0)."""
+    t0 = time.perf_counter()
+    fn()
+    warm = time.perf_counter() - t0
+    if warm > 10 * target_s:
+        return {"ms": warm * 1e3, "min_ms": warm * 1e3, "k": 0}
+    k = min_k if warm <= 4 * target_s else 1
+    k = max(k, min(max_k, int(target_s / max(warm, 1e-6))))
+    ts = []
+    for _ in range(k):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return {"ms": statistics.median(ts) * 1e3, "min_ms": min(ts) * 1e3, "k": k}
+
+
+def short_err(e, limit=300):
+    s = "%s: %s" % (type(e).__name__, e)
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# helpers built from C++ (bench/build.sh)
+
+
+def ensure_built(force=False):
+    srcs = [HERE / "onednn_bench.cpp", HERE / "peak.cpp", HERE / "build.sh"]
+    outs = [BUILD / "onednn_bench", BUILD / "peak", BUILD / "onednn_info.json"]
+    newest_src = max(p.stat().st_mtime for p in srcs)
+    if not force and all(p.exists() and p.stat().st_mtime >= newest_src for p in outs):
+        return
+    print("bench: building helpers (bench/build.sh) ...", file=sys.stderr, flush=True)
+    env = dict(os.environ)
+    env.setdefault("PYTHON", sys.executable)
+    subprocess.run(["bash", str(HERE / "build.sh")], check=True, env=env)
+
+
+def json_lines(text):
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return out
+
+
+def onednn_info():
+    try:
+        return json.loads((BUILD / "onednn_info.json").read_text())
+    except Exception:
+        return {}
+
+
+def thread_env(n, runtime):
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(n)
+    env.pop("ONEDNN_VERBOSE", None)
+    prefix = []
+    # TBB / SYCL builds do not read OMP_NUM_THREADS: restrict the CPU set instead.
+    if runtime not in ("omp", "seq") and shutil_which("taskset"):
+        prefix = ["taskset", "-c", "0-%d" % (n - 1)]
+    return env, prefix
+
+
+def shutil_which(cmd):
+    import shutil
+
+    return shutil.which(cmd)
+
+
+def measure_peak(threads):
+    r = subprocess.run(
+        [str(BUILD / "peak")] + [str(t) for t in threads],
+        capture_output=True, text=True, check=True,
+    )
+    return {d["threads"]: d["gflops"] for d in json_lines(r.stdout)}
+
+
+def run_onednn(w, pass_, dtype, threads, target_s, runtime):
+    args = {
+        "pass": pass_, "dtype": dtype, "N": w["N"], "Cin": w["Cin"], "D": w["D"], "H": w["H"],
+        "W": w["W"], "Cout": w["Cout"], "Kd": w["Kd"], "Kh": w["Kh"], "Kw": w["Kw"],
+        "sd": w["sd"], "sh": w["sh"], "sw": w["sw"],
+        "pf": w["pad_front"], "pb": w["pad_back"], "pt": w["pad_top"],
+        "pbot": w["pad_bottom"], "pl": w["pad_left"], "pr": w["pad_right"],
+        "dd": w["dd"], "dh": w["dh"], "dw": w["dw"], "groups": w["groups"],
+        "min_time": target_s, "min_iters": 3, "max_iters": 50,
+    }
+    env, prefix = thread_env(threads, runtime)
+    cmd = prefix + [str(BUILD / "onednn_bench")] + ["%s=%s" % kv for kv in args.items()]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}
+    lines = [d for d in json_lines(r.stdout) if d.get("impl") == "onednn"]
+    if not lines:
+        return {"error": "no output (rc=%d): %s" % (r.returncode, (r.stderr or r.stdout)[-300:])}
+    return lines[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# PyTorch
+
+
+def torch_dtype(dtype):
+    import torch
+
+    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+
+
+def to_torch(a, dtype):
+    import torch
+
+    # ml_dtypes.bfloat16 has no torch.from_numpy path: go through (exact) float32.
+    return torch.from_numpy(np.ascontiguousarray(a.astype(np.float32))).to(torch_dtype(dtype))
+
+
+def run_torch(w, pass_, dtype, threads, data, target_s):
+    """Returns (timing dict or error dict, result as float32 numpy in NCDHW / OIDHW or None)."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(threads)
+    x = to_torch(data.x, dtype)
+    dy = to_torch(data.dy, dtype)
+    wt = to_torch(data.w, dtype)
+    pads = (w["pad_front"], w["pad_back"], w["pad_top"], w["pad_bottom"],
+            w["pad_left"], w["pad_right"])
+    sym = pads[0] == pads[1] and pads[2] == pads[3] and pads[4] == pads[5]
+    stride = [w["sd"], w["sh"], w["sw"]]
+    dil = [w["dd"], w["dh"], w["dw"]]
+    g = w["groups"]
+    padding = [pads[0], pads[2], pads[4]] if sym else [0, 0, 0]
+    fpad = (pads[4], pads[5], pads[2], pads[3], pads[0], pads[1])  # F.pad order: W, H, D
+    D, H, W = w["D"], w["H"], w["W"]
+    cb = torch.ops.aten.convolution_backward
+    note = ""
+
+    if pass_ == "dw":
+        def fn():
+            xi = x if sym else F.pad(x, fpad)
+            return cb(dy, xi, wt, None, stride, padding, dil, False, [0, 0, 0], g,
+                      [False, True, False])[1]
+        if not sym:
+            note = "incl. F.pad of x (asymmetric padding)"
+    else:
+        xp = x if sym else F.pad(x, fpad)  # only its shape matters (the forward's input)
+
+        def fn():
+            gx = cb(dy, xp, wt, None, stride, padding, dil, False, [0, 0, 0], g,
+                    [True, False, False])[0]
+            if not sym:
+                gx = gx[:, :, pads[0]:pads[0] + D, pads[2]:pads[2] + H,
+                        pads[4]:pads[4] + W].contiguous()
+            return gx
+        if not sym:
+            note = "padded dX, incl. crop (asymmetric padding)"
+
+    with torch.inference_mode():
+        try:
+            res = fn()
+        except Exception as e:  # e.g. a dtype torch's CPU backend does not support
+            return {"unsupported": True, "error": short_err(e)}, None
+        t = time_fn(fn, target_s)
+    t["note"] = note
+    t["out_dtype"] = str(res.dtype).replace("torch.", "")
+    return t, res.float().numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# tbex
+
+
+_TBEX = {"mod": None, "err": None, "tried": False}
+
+
+def import_tbex():
+    if _TBEX["tried"]:
+        return _TBEX["mod"], _TBEX["err"]
+    _TBEX["tried"] = True
+    try:
+        import tbex  # noqa: F401
+        from tbex import dsl, layout, tvm  # noqa: F401
+        _TBEX["mod"] = tbex
+    except Exception as e:
+        first = short_err(e)
+        # A build in the source tree (python/tbex with its _C extension) also works.
+        src = str(REPO / "python")
+        if src not in sys.path and (REPO / "python" / "tbex").is_dir():
+            sys.path.insert(0, src)
+            for m in [m for m in sys.modules if m == "tbex" or m.startswith("tbex.")]:
+                del sys.modules[m]
+            try:
+                import tbex  # noqa: F401
+                from tbex import dsl, layout, tvm  # noqa: F401
+                _TBEX["mod"] = tbex
+            except Exception:
+                _TBEX["err"] = first
+        else:
+            _TBEX["err"] = first
+    return _TBEX["mod"], _TBEX["err"]
+
+
+def tbex_shape(t):
+    return tuple(int(s.value if hasattr(s, "value") else s) for s in t.shape)
+
+
+class TbexCase:
+    """One compiled tbex kernel (per workload, pass, dtype) plus its inputs in TBE layouts."""
+
+    def __init__(self, w, pass_, dtype, data):
+        import tbex
+        from tbex import dsl, layout, tvm
+
+        self.tbex = tbex
+        g = w["groups"]
+        Cin, Cout = w["Cin"], w["Cout"]
+        tdt = TBEX_DTYPES[dtype]
+        pads = [w["pad_front"], w["pad_back"], w["pad_top"], w["pad_bottom"],
+                w["pad_left"], w["pad_right"]]
+        self.groups = g
+        self.pass_ = pass_
+        dy6 = layout.ncdhw_to_6hd(data.dy)
+        dy_ph = tvm.placeholder(dy6.shape, name="dy", dtype=tdt)
+        if pass_ == "dw":
+            x6 = layout.ncdhw_to_6hd(data.x)
+            x_ph = tvm.placeholder(x6.shape, name="x", dtype=tdt)
+            para = {
+                "strides": [w["sd"], w["sh"], w["sw"]],
+                "pads": pads,
+                "dilations": [1, w["dd"], 1, w["dh"], w["dw"]],  # N, D, C, H, W
+                "res_dtype": "float32",
+                "groups": g,
+            }
+            filter_size = [Cout, w["Kd"], Cin // g, w["Kh"], w["Kw"]]
+            res = dsl.conv3d_backprop_filter(x_ph, dy_ph, filter_size, para)
+            tensors = [x_ph, dy_ph, res]
+            self.inputs = (x6, dy6)
+        else:
+            wshape = [Cout, Cin // g, w["Kd"], w["Kh"], w["Kw"]]
+            fz = layout.oidhw_to_fz3d(data.w, g)
+            f_ph = tvm.placeholder(tuple(layout.shape_fz3d(wshape, g)), name="filter", dtype=tdt)
+            para = {
+                "strides": [1, w["sd"], w["sh"], w["sw"], 1],  # N, D, H, W, C
+                "pads": pads,
+                "dilations": [1, w["dd"], w["dh"], w["dw"], 1],
+                "res_dtype": "float32",
+                "groups": g,
+            }
+            res = dsl.conv3d_backprop_input(
+                f_ph, dy_ph, filter_size=wshape,
+                input_size=[w["N"], w["D"], w["H"], w["W"], Cin], para_dict=para)
+            tensors = [f_ph, dy_ph, res]
+            self.inputs = (fz, dy6)
+        t0 = time.perf_counter()
+        sch = dsl.auto_schedule(res)
+        self.kernel = dsl.build(sch, {"name": "bench", "tensor_list": tensors})
+        self.compile_ms = (time.perf_counter() - t0) * 1e3
+        self.out = np.empty(tbex_shape(res), np.float32)
+        self.layout = layout
+
+    def run(self):
+        self.kernel(*self.inputs, out=self.out)
+
+    def time(self, threads, target_s):
+        self.tbex.set_num_threads(threads)
+        return time_fn(self.run, target_s)
+
+    def rel_err(self, ref):
+        """Max abs difference to the reference (float32 NCDHW dX / OIDHW dW) over max |ref|,
+        both in tbex's layout."""
+        if ref is None:
+            return None
+        if self.pass_ == "dw":
+            r = self.layout.oidhw_to_fz3d(np.ascontiguousarray(ref, np.float32), self.groups)
+        else:
+            r = self.layout.ncdhw_to_6hd(np.ascontiguousarray(ref, np.float32))
+        a = self.out.reshape(-1)
+        r = np.asarray(r, np.float32).reshape(-1)
+        if a.size != r.size:
+            return float("nan")
+        scale = float(np.max(np.abs(r))) or 1.0
+        return float(np.max(np.abs(a - r))) / scale
+
+
+# --------------------------------------------------------------------------------------------
+# report
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cpu_flags():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                f = line.split(":", 1)[1].split()
+                keep = ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile"]
+                return " ".join(k for k in keep if k in f)
+    except OSError:
+        pass
+    return ""
+
+
+def pkg_version(name):
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:
+        return "n/a"
+
+
+def machine_line(dinfo, tbex_mod, tbex_err):
+    import torch
+
+    if tbex_mod is not None:
+        tv = getattr(tbex_mod, "__version__", None) or pkg_version("tbex")
+    else:
+        tv = "not importable"
+    hv = pkg_version("halide")
+    if hv == "n/a":
+        try:
+            import halide
+
+            hv = getattr(halide, "__version__", "n/a")
+        except Exception:
+            pass
+    load = ""
+    try:
+        load = open("/proc/loadavg").read().split()[0]
+    except OSError:
+        pass
+    return (
+        "CPU: %s (%s), %d logical cores; %s | tbex %s | Halide %s | oneDNN %s (%s runtime, isa %s) "
+        "| torch %s (bundled oneDNN %s) | numpy %s | Python %s | load avg at start %s"
+        % (cpu_model(), cpu_flags(), os.cpu_count() or 0, platform.platform(), tv, hv,
+           dinfo.get("onednn_version", "?"), dinfo.get("cpu_runtime", "?"), dinfo.get("isa", "?"),
+           torch.__version__, torch_onednn_version(), np.__version__,
+           platform.python_version(), load)
+    )
+
+
+def torch_onednn_version():
+    try:
+        import torch
+
+        s = torch.__config__.show()
+        for line in s.splitlines():
+            if "MKL-DNN" in line or "oneDNN" in line:
+                import re
+
+                m = re.search(r"v(\d+\.\d+(\.\d+)?)", line)
+                if m:
+                    return m.group(1)
+    except Exception:
+        pass
+    return "?"
+
+
+def fmt(v, nd=2):
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if v != v:  # nan
+        return "nan"
+    if abs(v) >= 1000:
+        return "%.0f" % v
+    if abs(v) >= 100:
+        return "%.1f" % v
+    return ("%." + str(nd) + "f") % v
+
+
+COLUMNS = [
+    "workload", "pass", "dtype", "thr", "GFLOP", "tbex ms", "tbex GF/s", "tbex %pk",
+    "oneDNN ms", "+reorder ms", "oneDNN GF/s (%pk)", "torch ms", "torch GF/s (%pk)",
+    "oneDNN/tbex", "torch/tbex", "tbex compile ms", "tbex err", "oneDNN impl",
+]
+
+
+def row_cells(r, notes):
+    gf = r["flops"] / 1e9
+    peak = r["peak"]
+
+    def gfs(ms):
+        return r["flops"] / (ms * 1e6)
+
+    def pk(ms):
+        return 100.0 * gfs(ms) / peak if peak else None
+
+    def note(text):  # footnote, numbered once per distinct text
+        if text not in notes:
+            notes.append(text)
+        return "[%d]" % (notes.index(text) + 1)
+
+    cells = [r["workload"], r["pass"], r["dtype"], str(r["threads"]), fmt(gf, 3)]
+    # tbex
+    t = r.get("tbex")
+    tb_ms = None
+    if t is None:
+        cells += ["-", "", ""]
+    elif "error" in t:
+        cells += ["ERR " + note("tbex %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
+                                                      t["error"])), "", ""]
+    else:
+        tb_ms = t["ms"]
+        cells += [fmt(tb_ms), fmt(gfs(tb_ms), 1), fmt(pk(tb_ms), 1)]
+    # oneDNN
+    o = r.get("onednn")
+    on_ms = None
+    if o is None:
+        cells += ["-", "", ""]
+    elif o.get("unsupported"):
+        cells += ["unsupported " + note("oneDNN %s %s: %s" % (r["pass"], r["dtype"],
+                                                              o.get("reason", ""))), "", ""]
+    elif "ms" not in o:
+        cells += ["ERR " + note("oneDNN %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
+                                                         o.get("error", "?"))), "", ""]
+    else:
+        on_ms = o["ms"]
+        od = o.get("out_dtype", "f32")
+        odn = "" if od == "f32" else " (out %s)" % od
+        cells += [fmt(on_ms) + odn, fmt(o.get("reorder_ms")),
+                  "%s (%s)" % (fmt(gfs(on_ms), 1), fmt(pk(on_ms), 1))]
+    # torch
+    p = r.get("torch")
+    to_ms = None
+    if p is None:
+        cells += ["-", ""]
+    elif "ms" not in p:
+        cells += [("unsupported " if p.get("unsupported") else "ERR ")
+                  + note("torch %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
+                                                 p.get("error", "?"))), ""]
+    else:
+        to_ms = p["ms"]
+        extra = (" " + note("torch %s %s: %s" % (r["workload"], r["pass"], p["note"]))
+                 if p.get("note") else "")
+        cells += [fmt(to_ms) + extra, "%s (%s)" % (fmt(gfs(to_ms), 1), fmt(pk(to_ms), 1))]
+    cells.append(fmt(on_ms / tb_ms) + "x" if (on_ms and tb_ms) else "")
+    cells.append(fmt(to_ms / tb_ms) + "x" if (to_ms and tb_ms) else "")
+    cells.append(fmt(t.get("compile_ms")) if t and "compile_ms" in t else "")
+    err = t.get("rel_err") if t else None
+    cells.append("%.1e" % err if isinstance(err, float) else "")
+    cells.append(o.get("impl_info", "") if o else "")
+    return cells
+
+
+def render_table(rows):
+    notes = []
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        lines.append("| " + " | ".join(row_cells(r, notes)) + " |")
+    if notes:
+        lines.append("")
+        for i, n in enumerate(notes, 1):
+            lines.append("[%d] %s  " % (i, n))
+    return "\n".join(lines)
+
+
+def write_results(path, argv, machine, peaks, rows, elapsed, tbex_err):
+    peak_s = ", ".join("%d thread%s: %.1f GFLOP/s" % (t, "" if t == 1 else "s", g)
+                       for t, g in sorted(peaks.items()))
+    text = [
+        "# tbex benchmark results",
+        "",
+        "Command: `%s`  " % " ".join(shlex.quote(a) for a in argv),
+        "Date: %s; run took %.0f s  " % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), elapsed),
+        "Machine: %s  " % machine,
+        "Measured FP32 FMA peak (bench/peak.cpp): %s" % peak_s,
+        "",
+    ]
+    if tbex_err:
+        text += ["tbex was not timed: %s" % tbex_err, ""]
+    text += [
+        "Times are medians (ms) after a warm-up run; see bench/README.md for the columns.",
+        "",
+        render_table(rows),
+        "",
+    ]
+    Path(path).write_text("\n".join(text))
+
+
+# --------------------------------------------------------------------------------------------
+# main
+
+
+def parse_list(s, conv=str):
+    return [conv(v.strip()) for v in s.split(",") if v.strip()]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workloads", help="comma-separated names (default: all)")
+    ap.add_argument("--quick", action="store_true", help="only " + ", ".join(QUICK))
+    ap.add_argument("--passes", default="dw,dx", help="dw,dx (default both)")
+    ap.add_argument("--dtypes", default="f32", help="f32,f16,bf16 (default f32)")
+    ap.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    ap.add_argument("--no-tbex", action="store_true", help="skip tbex")
+    ap.add_argument("--no-onednn", action="store_true", help="skip oneDNN")
+    ap.add_argument("--no-torch", action="store_true", help="skip PyTorch")
+    ap.add_argument("--target-sec", type=float, default=0.4,
+                    help="timed seconds per measurement (k adapts to it; default 0.4)")
+    ap.add_argument("--workloads-file", help="default: shared/bench_workloads.json")
+    ap.add_argument("--out", default=str(HERE / "RESULTS.md"),
+                    help="markdown report (default bench/RESULTS.md; '' = none)")
+    ap.add_argument("--json", default=str(BUILD / "results.json"), help="raw results")
+    ap.add_argument("--rebuild", action="store_true", help="rebuild the C++ helpers")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+
+    wl_file = find_workloads_file(args.workloads_file)
+    all_wl = json.loads(wl_file.read_text())["workloads"]
+    by_name = {w["name"]: w for w in all_wl}
+    names = QUICK if args.quick else [w["name"] for w in all_wl]
+    if args.workloads:
+        names = parse_list(args.workloads)
+    bad = [n for n in names if n not in by_name]
+    if bad:
+        sys.exit("bench: unknown workload(s) %s; known: %s" % (bad, ", ".join(by_name)))
+    passes = parse_list(args.passes)
+    dtypes = parse_list(args.dtypes)
+    threads = parse_list(args.threads, int)
+    for d in dtypes:
+        if d not in NP_DTYPES:
+            sys.exit("bench: dtype must be one of f32,f16,bf16")
+    for p in passes:
+        if p not in ("dw", "dx"):
+            sys.exit("bench: pass must be dw or dx")
+
+    ensure_built(args.rebuild)
+    dinfo = onednn_info()
+    runtime = dinfo.get("cpu_runtime", "omp")
+
+    tbex_mod, tbex_err = (None, "skipped (--no-tbex)") if args.no_tbex else import_tbex()
+    if tbex_err and not args.no_tbex:
+        print("bench: tbex not importable: %s" % tbex_err, file=sys.stderr)
+
+    peaks = measure_peak(threads)
+    machine = machine_line(dinfo, tbex_mod, tbex_err)
+    print(machine)
+    print("FP32 FMA peak: " + ", ".join("%d thr %.1f GFLOP/s" % kv for kv in sorted(peaks.items())),
+          flush=True)
+
+    rows = []
+    for name in names:
+        w = by_name[name]
+        for pass_ in passes:
+            for dtype in dtypes:
+                data = Data(w, dtype)
+                tcase, tcase_err = None, None
+                if tbex_mod is not None:
+                    try:
+                        tcase = TbexCase(w, pass_, dtype, data)
+                    except Exception as e:
+                        tcase_err = short_err(e)
+                        traceback.print_exc(file=sys.stderr)
+                for n in threads:
+                    r = {"workload": name, "pass": pass_, "dtype": dtype, "threads": n,
+                         "flops": flops(w), "peak": peaks.get(n)}
+                    if not args.no_onednn:
+                        r["onednn"] = run_onednn(w, pass_, dtype, n, args.target_sec, runtime)
+                    ref = None
+                    if not args.no_torch:
+                        r["torch"], ref = run_torch(w, pass_, dtype, n, data, args.target_sec)
+                    if tbex_mod is not None:
+                        if tcase_err:
+                            r["tbex"] = {"error": tcase_err}
+                        else:
+                            try:
+                                r["tbex"] = tcase.time(n, args.target_sec)
+                                r["tbex"]["compile_ms"] = tcase.compile_ms
+                                r["tbex"]["rel_err"] = tcase.rel_err(ref)
+                            except Exception as e:
+                                r["tbex"] = {"error": short_err(e)}
+                                traceback.print_exc(file=sys.stderr)
+                    rows.append(r)
+                    print("  " + " | ".join(row_cells(r, [])), flush=True)
+                del tcase
+
+    elapsed = time.perf_counter() - start
+    table = render_table(rows)
+    print()
+    print(table)
+    print("\nelapsed %.0f s" % elapsed)
+    cmd = [".venv/bin/python", "bench/bench.py"]
+    cmd += sys.argv[1:] if argv is None else list(argv)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(
+            {"command": cmd, "machine": machine, "peaks": peaks, "rows": rows,
+             "elapsed_s": elapsed}, indent=1, default=str))
+    if args.out:
+        write_results(args.out, cmd, machine, peaks, rows, elapsed, tbex_err)
+        print("wrote %s" % args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+// peak: measured FP32 FMA throughput of this machine, in GFLOP/s, for given thread counts.
+//
+//   g++ -O2 -mavx512f -mfma -pthread peak.cpp -o peak
+//   ./peak 1 2        -> one JSON line per thread count
+//
+// Each thread runs chains of 512-bit FMAs on NACC independent accumulators (enough to cover
+// FMA latency x FMA ports on current cores: 4 cycles x 2 ports = 8 needed, we use 16).
+// One FMA on 16 floats counts as 32 FLOPs. Result = best of several trials.
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#ifdef __linux__
+#include <pthread.h>
+#include <sched.h>
+#endif
+
+namespace {
+
+constexpr int NACC = 16;
+
+// Runs `iters` rounds of NACC independent FMAs; returns a value depending on all of them so the
+// work cannot be removed.
+__attribute__((noinline)) float fma_chain(long iters, float seed) {
+    __m512 a = _mm512_set1_ps(0.999999f);
+    __m512 b = _mm512_set1_ps(1e-6f * seed);
+    __m512 acc[NACC];
+    for (int i = 0; i < NACC; ++i) acc[i] = _mm512_set1_ps(seed + 0.001f * i);
+    for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+        for (int i = 0; i < NACC; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+    }
+    __m512 s = acc[0];
+    for (int i = 1; i < NACC; ++i) s = _mm512_add_ps(s, acc[i]);
+    return _mm512_reduce_add_ps(s);
+}
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+}
+
+void pin(int cpu) {
+#ifdef __linux__
+    unsigned n = std::thread::hardware_concurrency();
+    if (n == 0) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu % n, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+#else
+    (void)cpu;
+#endif
+}
+
+// One trial: all threads start together, each does `iters` rounds; wall time of the slowest.
+double trial(int nthreads, long iters, volatile float *sink) {
+    std::atomic<int> ready {0};
+    std::atomic<bool> go {false};
+    std::vector<double> t_end(nthreads);
+    std::vector<std::thread> ts;
+    double t0 = 0;
+    for (int t = 0; t < nthreads; ++t) {
+        ts.emplace_back([&, t] {
+            pin(t);
+            ready++;
+            while (!go.load()) {}
+            float r = fma_chain(iters, 1.0f + t);
+            t_end[t] = now_s();
+            sink[t] = r;
+        });
+    }
+    while (ready.load() < nthreads) {}
+    t0 = now_s();
+    go = true;
+    for (auto &th : ts) th.join();
+    double tmax = 0;
+    for (double te : t_end) tmax = std::max(tmax, te - t0);
+    return tmax;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::vector<int> counts;
+    for (int i = 1; i < argc; ++i) counts.push_back(std::atoi(argv[i]));
+    if (counts.empty()) counts.push_back(1);
+    std::vector<float> sinkv(256);
+    for (int n : counts) {
+        if (n < 1 || n > 256) continue;
+        // Calibrate: aim for ~0.15 s per trial.
+        long iters = 1 << 20;
+        double t = trial(n, iters, sinkv.data());
+        while (t < 0.05) {
+            iters *= 2;
+            t = trial(n, iters, sinkv.data());
+        }
+        iters = (long)(iters * (0.15 / t)) + 1;
+        double best = 1e30;
+        for (int k = 0; k < 5; ++k) best = std::min(best, trial(n, iters, sinkv.data()));
+        double flops = (double)n * iters * NACC * 32.0;
+        std::printf("{\"threads\":%d,\"gflops\":%.2f,\"gflops_per_thread\":%.2f,\"sec\":%.4f}\n",
+                    n, flops / best / 1e9, flops / best / 1e9 / n, best);
+    }
+    return 0;
+}

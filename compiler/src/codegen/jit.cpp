@@ -1,0 +1,190 @@
+/** JIT: lower a Problem, compile it with LLVM into a Halide::Callable, and run it on caller memory.
+ *
+ * Compiled kernels are kept in an in-process cache keyed by (canonical problem, schedule,
+ * threads), so the same problem never compiles twice in a process. Parallel loops run on tbex's
+ * own pool (runtime/thread_pool), which keeps thread control identical for JIT and AOT kernels. */
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "HalideRuntime.h"
+#include "lower/log.h"
+#include "lower/pipeline.h"
+#include "tbex/errors.h"
+#include "tbex/kernel.h"
+
+namespace tbex {
+namespace {
+
+/** Per-call context: Halide reports runtime errors through it. */
+struct CallContext : Halide::JITUserContext {
+  std::string error;
+};
+
+void on_error(Halide::JITUserContext* ctx, const char* msg) {
+  static_cast<CallContext*>(ctx)->error += msg;
+}
+
+int do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*, int, uint8_t*),
+               int min, int extent, uint8_t* closure) {
+  return parallel_for(ctx, reinterpret_cast<int (*)(void*, int, uint8_t*)>(f), min, extent,
+                      closure);
+}
+
+halide_type_t buffer_type(DType t) {
+  switch (t) {
+    case DType::kFloat16: return halide_type_t(halide_type_float, 16);
+    case DType::kBFloat16: return halide_type_t(halide_type_bfloat, 16);
+    case DType::kFloat32: return halide_type_t(halide_type_float, 32);
+  }
+  throw InternalError("unknown DType");
+}
+
+std::string shape_str(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+/** A halide_buffer_t over caller memory; dims innermost first. */
+struct BufferView {
+  halide_buffer_t buf{};
+  std::vector<halide_dimension_t> dims;
+
+  BufferView(const TensorArg& t, const char* name, const std::vector<int64_t>& want_shape,
+             DType want_dtype) {
+    user_check(t.data != nullptr, "", name, "data pointer is null");
+    user_check(t.shape == want_shape, "", name,
+               "shape " + shape_str(t.shape) + " does not match the kernel's " + shape_str(want_shape));
+    user_check(t.dtype == want_dtype, "", name,
+               std::string("dtype ") + dtype_name(t.dtype) + " does not match the kernel's " +
+                   dtype_name(want_dtype));
+    std::vector<int64_t> strides = t.strides;
+    if (strides.empty()) {
+      strides.assign(t.shape.size(), 1);
+      for (int i = (int)t.shape.size() - 2; i >= 0; --i) strides[i] = strides[i + 1] * t.shape[i + 1];
+    }
+    user_check(strides.size() == t.shape.size(), "", name, "strides and shape differ in rank");
+    user_check(strides.back() == 1, "", name,
+               "the innermost dimension must be contiguous (stride 1), got stride " +
+                   std::to_string(strides.back()));
+    const int rank = (int)t.shape.size();
+    for (int i = rank - 1; i >= 0; --i) {
+      user_check(strides[i] >= 0 && strides[i] <= INT32_MAX, "", name,
+                 "stride " + std::to_string(strides[i]) + " is out of range");
+      dims.push_back(halide_dimension_t(0, (int32_t)t.shape[i], (int32_t)strides[i]));
+    }
+    buf.host = static_cast<uint8_t*>(const_cast<void*>(t.data));
+    buf.type = buffer_type(t.dtype);
+    buf.dimensions = rank;
+    buf.dim = dims.data();
+  }
+
+  /** dX: present the (N, D, C1, H*W, 16) output as 6HD (N, D, C1, H, W, 16) to the pipeline. */
+  void split_hw(int64_t H, int64_t W) {
+    halide_dimension_t hw = dims[1];
+    dims[1] = halide_dimension_t(0, (int32_t)W, hw.stride);
+    dims.insert(dims.begin() + 2, halide_dimension_t(0, (int32_t)H, (int32_t)(hw.stride * W)));
+    buf.dimensions = (int)dims.size();
+    buf.dim = dims.data();
+  }
+};
+
+const char* input_name(OpKind op, size_t i) {
+  static const char* dw[] = {"x", "out_backprop"};
+  static const char* dx[] = {"filter", "out_backprop", "tensor_bias"};
+  return op == OpKind::kBackpropFilter ? dw[i] : dx[i];
+}
+
+class JitKernel final : public Kernel {
+ public:
+  JitKernel(Problem p, lower::Lowered lowered)
+      : problem_(std::move(p)), schedule_(lowered.schedule) {
+    callable_ = lowered.pipeline.compile_to_callable(lowered.args, lower::host_target());
+  }
+
+  const Problem& problem() const override { return problem_; }
+  const std::string& schedule_name() const override { return schedule_; }
+
+  void run(const std::vector<TensorArg>& inputs, const TensorArg& output) const override {
+    const auto shapes = problem_.input_shapes();
+    const auto dtypes = problem_.input_dtypes();
+    user_check(inputs.size() == shapes.size(), "", "inputs",
+               "expected " + std::to_string(shapes.size()) + " inputs, got " +
+                   std::to_string(inputs.size()));
+    std::vector<BufferView> views;
+    views.reserve(inputs.size() + 1);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      views.emplace_back(inputs[i], input_name(problem_.op, i), shapes[i], dtypes[i]);
+    views.emplace_back(output, "out", problem_.output_shape(), problem_.res_dtype);
+    if (problem_.op == OpKind::kBackpropInput) views.back().split_hw(problem_.geo.in[1], problem_.geo.in[2]);
+
+    CallContext ctx;
+    ctx.handlers.custom_error = on_error;
+    ctx.handlers.custom_do_par_for = do_par_for;
+    Halide::JITUserContext* ctx_ptr = &ctx;
+    std::vector<const void*> argv{&ctx_ptr};
+    for (auto& v : views) argv.push_back(&v.buf);
+    int rc = callable_.call_argv_fast(argv.size(), argv.data());
+    internal_check(rc == 0, "kernel " + problem_.canonical() + " failed (" + std::to_string(rc) +
+                                "): " + ctx.error);
+  }
+
+ private:
+  Problem problem_;
+  std::string schedule_;
+  Halide::Callable callable_;
+};
+
+}  // namespace
+
+void Kernel::run_dense(const std::vector<const void*>& inputs, void* output) const {
+  const Problem& p = problem();
+  const auto shapes = p.input_shapes();
+  const auto dtypes = p.input_dtypes();
+  std::vector<TensorArg> args;
+  for (size_t i = 0; i < inputs.size() && i < shapes.size(); ++i)
+    args.push_back(TensorArg{inputs[i], shapes[i], {}, dtypes[i]});
+  user_check(inputs.size() == shapes.size(), "", "inputs",
+             "expected " + std::to_string(shapes.size()) + " inputs, got " +
+                 std::to_string(inputs.size()));
+  run(args, TensorArg{output, p.output_shape(), {}, p.res_dtype});
+}
+
+std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptions& options) {
+  validate(problem);
+  const int threads = num_threads();
+  const std::string key = problem.canonical() + "|" + options.schedule + "|" + std::to_string(threads);
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Kernel>> cache;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<const Kernel> k;
+  try {
+    lower::Lowered lowered = lower::lower(problem, options.schedule, threads);
+    k = std::make_shared<JitKernel>(problem, std::move(lowered));
+  } catch (const Halide::CompileError& e) {
+    throw InternalError(std::string("Halide rejected the pipeline for ") + problem.canonical() +
+                        ": " + e.what());
+  } catch (const Halide::Error& e) {
+    throw InternalError(std::string("Halide failed on ") + problem.canonical() + ": " + e.what());
+  }
+  if (log::enabled("lower"))
+    log::print("lower", "compiled " + problem.canonical() + " with " + k->schedule_name() + " in " +
+                            std::to_string(std::chrono::duration<double, std::milli>(
+                                               std::chrono::steady_clock::now() - t0)
+                                               .count()) +
+                            " ms");
+  std::lock_guard<std::mutex> l(mu);
+  return cache.emplace(key, k).first->second;
+}
+
+std::vector<std::pair<std::string, std::string>> explain_schedules(const Problem& problem) {
+  return lower::explain(problem);
+}
+
+}  // namespace tbex

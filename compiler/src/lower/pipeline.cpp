@@ -1,0 +1,99 @@
+#include "lower/pipeline.h"
+
+#include <chrono>
+
+#include "lower/log.h"
+#include "ops/ops.h"
+#include "schedules/registry.h"
+#include "tbex/errors.h"
+
+namespace tbex::lower {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/** Picks the schedule: the named one, or the first applicable one; logs the reasons. */
+template <class S>
+const S* choose(const std::vector<const S*>& reg, const Problem& p, const std::string& want) {
+  const bool log_dispatch = log::enabled("dispatch");
+  if (log_dispatch) log::print("dispatch", p.canonical());
+  const S* chosen = nullptr;
+  for (const S* s : reg) {
+    std::string why = s->why_not(p);
+    bool named = want == "auto" || want == s->name();
+    if (log_dispatch)
+      log::print("dispatch", "  " + s->name() + ": " +
+                                 (why.empty() ? (named ? "applies" : "applies, not requested")
+                                              : "skipped: " + why));
+    if (!chosen && named && why.empty()) chosen = s;
+    if (!chosen && want == s->name() && !why.empty())
+      throw UserError("", "schedule", "'" + want + "' does not apply to " + p.canonical() + ": " + why);
+  }
+  if (!chosen) {
+    std::string names;
+    for (const S* s : reg) names += (names.empty() ? "" : ", ") + s->name();
+    throw UserError("", "schedule", "unknown schedule '" + want + "' for " + op_name(p.op) +
+                                        " (known: auto, " + names + ")");
+  }
+  return chosen;
+}
+
+template <class S>
+std::vector<std::pair<std::string, std::string>> explain_list(const std::vector<const S*>& reg,
+                                                              const Problem& p) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const S* s : reg) out.emplace_back(s->name(), s->why_not(p));
+  return out;
+}
+
+}  // namespace
+
+Halide::Target host_target() {
+  Halide::Target t = Halide::get_host_target();
+  // Tensors may exceed 2 GiB; kernels never assert on their own (validation happened earlier).
+  return t.with_feature(Halide::Target::LargeBuffers);
+}
+
+Lowered lower(const Problem& p, const std::string& schedule, int threads) {
+  const bool log_lower = log::enabled("lower");
+  sched::Context ctx{host_target(), threads};
+  Lowered out;
+  auto t0 = Clock::now();
+  if (p.op == OpKind::kBackpropFilter) {
+    ops::DwAlgorithm a = ops::define_backprop_filter(p);
+    if (log_lower) log::print("lower", "define dW: " + std::to_string(ms_since(t0)) + " ms");
+    const sched::DwSchedule* s = choose(sched::dw_registry(), p, schedule);
+    t0 = Clock::now();
+    s->apply(a, p, ctx);
+    out.schedule = s->name();
+    out.schedule_detail = s->describe(p, ctx);
+    out.pipeline = Halide::Pipeline(a.out);
+    out.args = {a.x, a.dy};
+  } else {
+    ops::DxAlgorithm a = ops::define_backprop_input(p);
+    if (log_lower) log::print("lower", "define dX: " + std::to_string(ms_since(t0)) + " ms");
+    const sched::DxSchedule* s = choose(sched::dx_registry(), p, schedule);
+    t0 = Clock::now();
+    s->apply(a, p, ctx);
+    out.schedule = s->name();
+    out.schedule_detail = s->describe(p, ctx);
+    out.pipeline = Halide::Pipeline(a.out);
+    out.args = {a.filter, a.dy};
+    if (p.has_bias) out.args.push_back(a.bias);
+  }
+  if (log_lower) log::print("lower", "schedule " + out.schedule + ": " + std::to_string(ms_since(t0)) + " ms");
+  if (log::enabled("dispatch"))
+    log::print("dispatch", "  chose " + out.schedule + ": " + out.schedule_detail);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> explain(const Problem& p) {
+  return p.op == OpKind::kBackpropFilter ? explain_list(sched::dw_registry(), p)
+                                         : explain_list(sched::dx_registry(), p);
+}
+
+}  // namespace tbex::lower

@@ -1,0 +1,28 @@
+#pragma once
+/** The one ordered stage list from a Problem to a scheduled Halide pipeline:
+ * define (ops) -> choose schedule (registry) -> apply schedule -> pipeline. Each stage is timed
+ * and logged under TBEX_LOG=lower; the choice and the reasons under TBEX_LOG=dispatch. */
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "tbex/problem.h"
+
+namespace tbex::lower {
+
+struct Lowered {
+  Halide::Pipeline pipeline;
+  std::vector<Halide::Argument> args;  ///< kernel inputs in API order (the output follows them in a call)
+  std::string schedule;
+  std::string schedule_detail;
+};
+
+Halide::Target host_target();
+
+/** schedule: "auto" or a registry name; threads: the thread count schedules plan for. */
+Lowered lower(const Problem& p, const std::string& schedule, int threads);
+
+/** (name, "" or why it does not apply), in registry order. */
+std::vector<std::pair<std::string, std::string>> explain(const Problem& p);
+
+}  // namespace tbex::lower

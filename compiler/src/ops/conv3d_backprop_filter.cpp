@@ -1,0 +1,80 @@
+/** dW = conv3d_backprop_filter: the algorithm of SPEC section 3. */
+#include "ops/ops.h"
+#include "tbex/errors.h"
+
+namespace tbex::ops {
+
+using namespace Halide;
+
+constexpr int C0 = (int)kC0;  // as int: Halide Exprs are 32-bit
+
+Type halide_type(DType t) {
+  switch (t) {
+    case DType::kFloat16: return Float(16);
+    case DType::kBFloat16: return BFloat(16);
+    case DType::kFloat32: return Float(32);
+  }
+  throw InternalError("unknown DType");
+}
+
+void constrain_shape(OutputImageParam ip, const std::vector<int64_t>& shape) {
+  const int dims = (int)shape.size();
+  internal_check(ip.dimensions() == dims, "constrain_shape: rank mismatch");
+  for (int i = 0; i < dims; ++i) ip.dim(i).set_bounds(0, (int)shape[dims - 1 - i]);
+  ip.dim(0).set_stride(1);
+}
+
+DwAlgorithm define_backprop_filter(const Problem& p) {
+  const ConvGeometry& geo = p.geo;
+  const GroupDict& gd = p.group;
+  DwAlgorithm a;
+  a.x = ImageParam(halide_type(p.in_dtype), 6, "x");
+  a.dy = ImageParam(halide_type(p.in_dtype), 6, "dy");
+  constrain_shape(a.x, p.x_shape());
+  constrain_shape(a.dy, p.dy_shape());
+
+  const int D = (int)geo.in[0], H = (int)geo.in[1], W = (int)geo.in[2];
+  const int pf = (int)geo.pads[0], pt = (int)geo.pads[2], pl = (int)geo.pads[4];
+  const int C1 = (int)geo.cin1(), Co1 = (int)geo.cout1();
+  const int cin1_g = (int)gd.cin1_g, cout_g = (int)gd.cout_g;
+  const int sd = (int)geo.stride[0], sh = (int)geo.stride[1], sw = (int)geo.stride[2];
+  const int dd = (int)geo.dilation[0], dh = (int)geo.dilation[1], dw = (int)geo.dilation[2];
+  const int Kh = (int)geo.kernel[1], Kw = (int)geo.kernel[2];
+  auto [c0, n, kw, kh, c1g, kd, g, t, w, h, d, b] =
+      std::tie(a.c0, a.n, a.kw, a.kh, a.c1g, a.kd, a.g, a.t, a.w, a.h, a.d, a.b);
+
+  // x in the padded frame: coordinates shifted by the front/top/left pads, 0 outside the volume.
+  {
+    Expr wi = w - pl, hi = h - pt, di = d - pf;
+    Expr inside = wi >= 0 && wi < W && hi >= 0 && hi < H && di >= 0 && di < D;
+    Expr c1 = min(g * cin1_g + c1g, C1 - 1);
+    Expr v = a.x(c0, clamp(wi, 0, W - 1), clamp(hi, 0, H - 1), c1, clamp(di, 0, D - 1), b);
+    a.xs(c0, w, h, c1g, d, b, g) = select(inside, cast<float>(v), 0.0f);
+  }
+  // dy with the output channel of real group g innermost (broadcast operand of the GEMM).
+  {
+    Expr oc = g * cout_g + n;
+    a.dys(n, w, h, d, b, g) = cast<float>(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
+  }
+
+  a.r = RDom(0, (int)geo.out[2], 0, (int)geo.out[1], 0, (int)geo.out[0], 0, (int)geo.n, "r");
+  RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];
+  a.acc(c0, n, kw, kh, c1g, kd, g) = 0.0f;
+  a.acc(c0, n, kw, kh, c1g, kd, g) +=
+      a.dys(n, rwo, rho, rdo, rb, g) *
+      a.xs(c0, rwo * sw + kw * dw, rho * sh + kh * dh, c1g, rdo * sd + kd * dd, rb, g);
+
+  // Output in grouped FRACTAL_Z_3D order; entries pairing channels of different original groups
+  // (or padding channels) are exactly 0.
+  const int cin_pg = (int)geo.cin_pg(), cout_pg = (int)geo.cout_pg();
+  const int mag = (int)gd.mag_factor, groups = (int)geo.groups;
+  Expr kw_t = t % Kw, kh_t = (t / Kw) % Kh, c1_t = (t / (Kw * Kh)) % cin1_g,
+       kd_t = t / (Kw * Kh * cin1_g);
+  Expr e_out = n / cout_pg, e_in = (c1_t * C0 + c0) / cin_pg;
+  Expr valid = e_out == e_in && e_out < mag && g * mag + e_out < groups;
+  a.out(c0, n, t, g) = select(valid, a.acc(c0, n, kw_t, kh_t, c1_t, kd_t, g), 0.0f);
+  constrain_shape(a.out.output_buffer(), p.dw_shape());
+  return a;
+}
+
+}  // namespace tbex::ops

@@ -1,0 +1,89 @@
+/** dX = conv3d_backprop_input: the transposed convolution of SPEC section 4.
+ *
+ * Strides use a stride-phase decomposition: output position w + pl = qw*sw + pw only receives the
+ * taps kw with (pw - kw*dw) divisible by sw, reading dy at ow = qw + (pw - kw*dw)/sw. The RDom
+ * predicate skips the other taps, so no multiply-add touches an inserted zero. */
+#include "ops/ops.h"
+#include "tbex/errors.h"
+
+namespace tbex::ops {
+
+constexpr int C0 = (int)kC0;  // as int: Halide Exprs are 32-bit
+
+using namespace Halide;
+
+DxAlgorithm define_backprop_input(const Problem& p) {
+  const ConvGeometry& geo = p.geo;
+  const GroupDict& gd = p.group;
+  DxAlgorithm a;
+  a.filter = ImageParam(halide_type(p.in_dtype), 4, "filter");
+  a.dy = ImageParam(halide_type(p.in_dtype), 6, "dy");
+  constrain_shape(a.filter, p.filter_shape());
+  constrain_shape(a.dy, p.dy_shape());
+  if (p.has_bias) {
+    a.bias = ImageParam(halide_type(p.bias_dtype), 1, "bias");
+    constrain_shape(a.bias, p.bias_shape());
+  }
+  auto [c0, qw, pw, qh, ph, qd, pd, c1, b, n, kw, kh, kd, g, w, h, d, c1g] =
+      std::tie(a.c0, a.qw, a.pw, a.qh, a.ph, a.qd, a.pd, a.c1, a.b, a.n, a.kw, a.kh, a.kd, a.g,
+               a.w, a.h, a.d, a.c1g);
+  const int Kd = (int)geo.kernel[0], Kh = (int)geo.kernel[1], Kw = (int)geo.kernel[2];
+  const int cin1_g = (int)gd.cin1_g, cout_g = (int)gd.cout_g, Co1 = (int)geo.cout1();
+  const int cin_pg = (int)geo.cin_pg(), cout_pg = (int)geo.cout_pg();
+  const int mag = (int)gd.mag_factor, groups = (int)geo.groups, Cin = (int)geo.cin;
+  const int Do = (int)geo.out[0], Ho = (int)geo.out[1], Wo = (int)geo.out[2];
+  const int sd = (int)geo.stride[0], sh = (int)geo.stride[1], sw = (int)geo.stride[2];
+  const int dd = (int)geo.dilation[0], dh = (int)geo.dilation[1], dw = (int)geo.dilation[2];
+  const int pf = (int)geo.pads[0], pt = (int)geo.pads[2], pl = (int)geo.pads[4];
+
+  // Weights of real group g with input channel c1g*16+c0 innermost; zero unless both channels
+  // belong to the same original group (the transposed conv never mixes groups).
+  {
+    Expr row = (((g * Kd + kd) * cin1_g + c1g) * Kh + kh) * Kw + kw;
+    Expr e_out = n / cout_pg, e_in = (c1g * C0 + c0) / cin_pg;
+    Expr valid = e_out == e_in && e_out < mag && g * mag + e_out < groups;
+    Expr v = a.filter(c0, n % C0, n / C0, row);
+    a.wz(c0, c1g, n, kw, kh, kd, g) = select(valid, cast<float>(v), 0.0f);
+  }
+  // dy, zero outside its volume (the transposed conv reads beyond it near the borders).
+  {
+    Expr oc = g * cout_g + n;
+    Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
+    Expr v = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
+                  clamp(d, 0, Do - 1), b);
+    a.dys(n, w, h, d, b, g) = select(inside, cast<float>(v), 0.0f);
+  }
+
+  a.r = RDom(0, cout_g, 0, Kw, 0, Kh, 0, Kd, "r");
+  RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
+  // Taps of phase p along one dim: (p - k*dil) % s == 0 (Halide's % is Euclidean).
+  Expr pred = cast<bool>(1);
+  if (sw > 1) pred = pred && (pw - rkw * dw) % sw == 0;
+  if (sh > 1) pred = pred && (ph - rkh * dh) % sh == 0;
+  if (sd > 1) pred = pred && (pd - rkd * dd) % sd == 0;
+  a.strided = sd > 1 || sh > 1 || sw > 1;
+  if (a.strided) a.r.where(pred);
+
+  Expr ow = qw + (pw - rkw * dw) / sw, oh = qh + (ph - rkh * dh) / sh,
+       od = qd + (pd - rkd * dd) / sd;
+  Expr gi = c1 / cin1_g, c1g_i = c1 % cin1_g;
+  a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
+  a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
+      a.dys(rn, ow, oh, od, b, gi) * a.wz(c0, c1g_i, rn, rkw, rkh, rkd, gi);
+
+  Expr val = a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b);
+  if (p.has_bias) {
+    Expr c = c1 * C0 + c0;
+    val += select(c < Cin, cast<float>(a.bias(min(c, Cin - 1))), 0.0f);
+  }
+  a.dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = cast(halide_type(p.res_dtype), val);
+
+  // Back from the phase frame: w + pl = qw*sw + pw.
+  Expr tw = w + pl, th = h + pt, td = d + pf;
+  a.out(c0, w, h, c1, d, b) =
+      a.dxp(c0, tw / sw, tw % sw, th / sh, th % sh, td / sd, td % sd, c1, b);
+  constrain_shape(a.out.output_buffer(), p.x_shape());
+  return a;
+}
+
+}  // namespace tbex::ops

@@ -1,0 +1,52 @@
+#pragma once
+/** The algorithms of dW and dX as Halide Funcs, with no scheduling.
+ *
+ * Both are defined in the "real group" frame of SPEC section 2: 6HD channel block c1 of real group
+ * g is block g*cin1_g + c1g, and output channel n of real group g is channel g*cout_g + n. Grouped
+ * problems are computed densely per real group; cross-group and padding entries are masked to
+ * exactly 0 (dW: in the output stage; dX: in the staged weights).
+ *
+ * Halide dimension order is innermost first; the comments give it. */
+#include "Halide.h"
+#include "tbex/problem.h"
+
+namespace tbex::ops {
+
+struct DwAlgorithm {
+  Halide::ImageParam x;   ///< (c0, w, h, c1, d, n)        6HD fmap
+  Halide::ImageParam dy;  ///< (c0, wo, ho, co1, do, n)    6HD out_backprop
+  Halide::Func xs{"xs"};        ///< (c0, wp, hp, c1g, dp, b, g) fp32, zero-padded by the pads
+  Halide::Func dys{"dys"};       ///< (n, wo, ho, do, b, g)       fp32, channels of real group g
+  Halide::Func acc{"acc"};       ///< (c0, n, kw, kh, c1g, kd, g) sum over r
+  Halide::Func out{"out"};       ///< (c0, n, t, g)               masked, t = ((kd*cin1_g+c1g)*Kh+kh)*Kw+kw
+  Halide::RDom r;         ///< (wo, ho, do, b)
+  Halide::Var c0{"c0"}, n{"n"}, kw{"kw"}, kh{"kh"}, c1g{"c1g"}, kd{"kd"}, g{"g"}, t{"t"};
+  Halide::Var w{"w"}, h{"h"}, d{"d"}, b{"b"};
+};
+
+struct DxAlgorithm {
+  Halide::ImageParam filter;  ///< (c0, n0, n1, row)  FRACTAL_Z_3D, row = ((g*Kd+kd)*cin1_g+c1g)*Kh*Kw + kh*Kw + kw
+  Halide::ImageParam dy;      ///< (c0, wo, ho, co1, do, n)
+  Halide::ImageParam bias;    ///< (c) when the problem has a bias
+  Halide::Func wz{"wz"};            ///< (c0, c1g, n, kw, kh, kd, g) fp32, zero outside the group
+  Halide::Func dys{"dys"};           ///< (n, ow, oh, od, b, g) fp32, zero outside [0, Do) etc.
+  Halide::Func acc{"acc"};           ///< (c0, qw, pw, qh, ph, qd, pd, c1, b) phase frame: w + pl = qw*sw + pw
+  Halide::Func dxp{"dxp"};           ///< same dims as acc: acc + bias, cast to res_dtype
+  Halide::Func out{"out"};           ///< (c0, w, h, c1, d, b) 6HD view of the (N, D, C1, H*W, 16) output
+  Halide::RDom r;             ///< (n, kw, kh, kd), predicated on the stride phase
+  bool strided = false;       ///< any stride > 1: out gathers from dxp; else out reads acc directly
+  Halide::Var c0{"c0"}, qw{"qw"}, pw{"pw"}, qh{"qh"}, ph{"ph"}, qd{"qd"}, pd{"pd"}, c1{"c1"},
+      b{"b"}, n{"n"}, kw{"kw"}, kh{"kh"}, kd{"kd"}, g{"g"}, w{"w"}, h{"h"}, d{"d"}, c1g{"c1g"};
+};
+
+DwAlgorithm define_backprop_filter(const Problem& p);
+DxAlgorithm define_backprop_input(const Problem& p);
+
+/** Halide element type of a tbex dtype. */
+Halide::Type halide_type(DType t);
+
+/** Fixes every dimension of `ip` to `shape` (outermost first) with a dense innermost dim, so
+ * schedules see constant extents. */
+void constrain_shape(Halide::OutputImageParam ip, const std::vector<int64_t>& shape);
+
+}  // namespace tbex::ops

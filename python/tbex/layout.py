@@ -1,0 +1,57 @@
+"""Converters between framework layouts and TBE's (SPEC section 1).
+
+* NCDHW <-> 6HD (NDC1HWC0): ``t6[n, d, c1, h, w, c0] = t[n, c1*16 + c0, d, h, w]``, padding
+  lanes (``c1*16 + c0 >= C``) are zero.
+* OIDHW ``[Cout, Cin/groups, Kd, Kh, Kw]`` <-> FRACTAL_Z_3D
+  ``(real_g*Kd*cin1_g*Kh*Kw, cout_g/16, 16, 16)``, grouped packing with ``mag_factor`` included;
+  padded and cross-group entries are zero.
+
+The converters only move elements: any dtype with a 2- or 4-byte itemsize works (float16,
+``ml_dtypes.bfloat16``, float32, ...). Each returns a new C-contiguous array of the input's dtype;
+round trips are exact. Bad shapes or dtypes raise ``tbex`` user errors.
+"""
+
+from ._C import layout as _l
+
+__all__ = [
+    "shape_6hd",
+    "shape_fz3d",
+    "ncdhw_to_6hd",
+    "ncdhw_from_6hd",
+    "oidhw_to_fz3d",
+    "oidhw_from_fz3d",
+]
+
+
+def shape_6hd(ncdhw):
+    """6HD shape ``(N, D, ceil(C/16), H, W, 16)`` of the NCDHW shape ``ncdhw`` (5 ints)."""
+    return _l.shape_6hd(ncdhw)
+
+
+def shape_fz3d(oidhw, groups=1):
+    """FRACTAL_Z_3D shape ``(real_g*Kd*cin1_g*Kh*Kw, cout_g/16, 16, 16)`` of weights with shape
+    ``oidhw = [Cout, Cin/groups, Kd, Kh, Kw]`` (group_dict derived from Cin, Cout, groups)."""
+    return _l.shape_fz3d(oidhw, groups)
+
+
+def ncdhw_to_6hd(a):
+    """NCDHW array ``a`` -> new 6HD array ``(N, D, C1, H, W, 16)``; padding lanes are zero."""
+    return _l.ncdhw_to_6hd(a)
+
+
+def ncdhw_from_6hd(a6, c):
+    """6HD array ``a6`` -> new NCDHW array with ``c`` channels (``ceil(c/16)`` must equal C1);
+    padding lanes are ignored."""
+    return _l.ncdhw_from_6hd(a6, c)
+
+
+def oidhw_to_fz3d(w, groups=1):
+    """OIDHW weights ``w`` ``[Cout, Cin/groups, Kd, Kh, Kw]`` -> new FRACTAL_Z_3D array
+    ``(real_g*Kd*cin1_g*Kh*Kw, cout_g/16, 16, 16)``; padded / cross-group entries are zero."""
+    return _l.oidhw_to_fz3d(w, groups)
+
+
+def oidhw_from_fz3d(fz, oidhw_shape, groups=1):
+    """FRACTAL_Z_3D array ``fz`` -> new OIDHW array of shape ``oidhw_shape`` (5 ints);
+    ``fz.shape`` must equal ``shape_fz3d(oidhw_shape, groups)``."""
+    return _l.oidhw_from_fz3d(fz, oidhw_shape, groups)

@@ -1,0 +1,153 @@
+#include "tbex/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tbex {
+namespace {
+
+int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+int initial_threads() {
+  if (const char* s = std::getenv("TBEX_NUM_THREADS")) {
+    int n = std::atoi(s);
+    if (n > 0) return n;
+  }
+  return hardware_threads();
+}
+
+/** A job: indices are claimed one at a time from `next`, so uneven tasks still balance. */
+struct Job {
+  void* ctx;
+  int (*task)(void*, int, uint8_t*);
+  uint8_t* closure;
+  int end;
+  std::atomic<int> next{0};
+  std::atomic<int> status{0};
+  std::atomic<int> active{0};
+};
+
+thread_local bool t_in_pool_task = false;
+
+class Pool {
+ public:
+  ~Pool() { resize(0); }
+
+  void resize(int workers) {
+    std::unique_lock<std::mutex> run_lock(run_mu_);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    stop_ = false;
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { worker(); });
+  }
+
+  int workers() const { return (int)threads_.size(); }
+
+  int run(void* ctx, int (*task)(void*, int, uint8_t*), int min, int extent, uint8_t* closure) {
+    if (extent <= 0) return 0;
+    if (t_in_pool_task || threads_.empty() || extent == 1) return serial(ctx, task, min, extent, closure);
+    std::unique_lock<std::mutex> run_lock(run_mu_);  // one parallel loop at a time
+    Job job;
+    job.ctx = ctx;
+    job.task = task;
+    job.closure = closure;
+    job.next = min;
+    job.end = min + extent;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      job_ = &job;
+      ++generation_;
+    }
+    cv_.notify_all();
+    work(job);
+    std::unique_lock<std::mutex> l(mu_);
+    job_ = nullptr;  // no new worker joins after this point
+    done_cv_.wait(l, [&] { return job.active.load() == 0; });
+    return job.status.load();
+  }
+
+ private:
+  static int serial(void* ctx, int (*task)(void*, int, uint8_t*), int min, int extent,
+                    uint8_t* closure) {
+    for (int i = min; i < min + extent; ++i)
+      if (int s = task(ctx, i, closure)) return s;
+    return 0;
+  }
+
+  static void work(Job& job) {
+    bool was = t_in_pool_task;
+    t_in_pool_task = true;
+    for (int i; (i = job.next.fetch_add(1)) < job.end;) {
+      int s = job.task(job.ctx, i, job.closure);
+      if (s) {
+        int zero = 0;
+        job.status.compare_exchange_strong(zero, s);
+      }
+    }
+    t_in_pool_task = was;
+  }
+
+  void worker() {
+    uint64_t seen = 0;
+    for (;;) {
+      Job* job;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || (job_ && generation_ != seen); });
+        if (stop_) return;
+        seen = generation_;
+        job = job_;
+        job->active.fetch_add(1);
+      }
+      work(*job);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        job->active.fetch_sub(1);
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  std::mutex run_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::vector<std::thread> threads_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+Pool& pool() {
+  static Pool* p = [] {
+    auto* q = new Pool();  // leaked on purpose: workers must outlive static destructors
+    q->resize(initial_threads() - 1);
+    return q;
+  }();
+  return *p;
+}
+
+}  // namespace
+
+void set_num_threads(int n) {
+  if (n <= 0) n = hardware_threads();
+  if (n - 1 != pool().workers()) pool().resize(n - 1);
+}
+
+int num_threads() { return pool().workers() + 1; }
+
+int parallel_for(void* ctx, int (*task)(void*, int, uint8_t*), int min, int extent,
+                 uint8_t* closure) {
+  return pool().run(ctx, task, min, extent, closure);
+}
+
+}  // namespace tbex

@@ -1,0 +1,128 @@
+/** dW schedules.
+ *
+ * The dW GEMM: M = output channels (n), N = input channels x taps (c0, kw, ...), K = N*Do*Ho*Wo.
+ * "dw_tiled" keeps a register tile of NT output channels x KWT kw taps x 16 input lanes (c0, one
+ * AVX-512 vector per kw) and streams K through it in chunks of CH output rows, so the x and dy
+ * rows a chunk touches stay in L2 while every output tile is updated from them. Chunking is an
+ * rfactor of the reduction: intm holds one chunk's partial sums for one tile (in registers), acc
+ * adds them up. Output tiles are split across threads (outermost parallel loop), so there is no
+ * cross-thread reduction and results do not depend on the thread count. */
+#include <sstream>
+
+#include "schedules/registry.h"
+#include "schedules/tiling.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+struct DwTiles {
+  int nt = 8;   ///< output channels per register tile
+  int kwt = 1;  ///< kw taps per register tile
+  int ch = 1;   ///< output rows (ho) per reduction chunk
+  int64_t tiles = 1;
+};
+
+DwTiles choose_dw_tiles(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  DwTiles t;
+  t.kwt = largest_divisor_upto(g.kernel[2], 3);
+  // 16 (or 8 with 2-3 kw taps) broadcasts per x vector: <= 24 zmm accumulators.
+  t.nt = t.kwt >= 2 ? 8 : 16;
+  // ~512 reduction points per chunk amortize loading/storing the tile, and a chunk's x/dy rows
+  // fit in L2.
+  t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / g.out[2]));
+  t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
+            g.kernel[0] * p.group.real_g;
+  return t;
+}
+
+class DwTiled final : public DwSchedule {
+ public:
+  std::string name() const override { return "dw_tiled"; }
+  std::string why_not(const Problem&) const override { return ""; }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    DwTiles t = choose_dw_tiles(p);
+    std::ostringstream s;
+    s << "register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, " << t.tiles
+      << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
+      << p.geo.out[2] << " cols, " << (p.in_dtype == DType::kFloat32 ? "dy read in place" : "dy staged to fp32");
+    return s.str();
+  }
+
+  void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
+    const DwTiles t = choose_dw_tiles(p);
+    Var c0 = a.c0, n = a.n, kw = a.kw, kh = a.kh, c1g = a.c1g, kd = a.kd, g = a.g;
+    Var w = a.w, h = a.h, d = a.d, b = a.b;
+
+    // Staging: padded fp32 x (conversion and padding leave the hot loop).
+    Var db("db"), dbg("dbg");
+    a.xs.compute_root().vectorize(c0).fuse(d, b, db).fuse(db, g, dbg).parallel(dbg);
+    if (p.in_dtype != DType::kFloat32) {
+      Var db2("db2"), dbg2("dbg2");
+      a.dys.compute_root().vectorize(n, 16).fuse(d, b, db2).fuse(db2, g, dbg2).parallel(dbg2);
+    }
+
+    RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];
+    RVar rhoo("rhoo"), rhoi("rhoi");
+    Var u("u"), v("v"), bb("bb");
+    Func intm = a.acc.update()
+                    .split(rho, rhoo, rhoi, t.ch)
+                    .rfactor({{rhoo, u}, {rdo, v}, {rb, bb}});
+
+    Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi"), tile("tile"), t1("t1"), t2("t2"), t3("t3"), t4("t4"), tgo("tgo"), tgi("tgi");
+    const int groups_par = (int)std::min<int64_t>(ctx.threads, t.tiles);
+    a.acc.compute_root().vectorize(c0);
+    a.acc.update()
+        .split(n, no, ni, t.nt)
+        .split(kw, kwo, kwi, t.kwt)
+        .reorder(c0, ni, kwi, no, kwo, kh, c1g, kd, g, rhoo, rdo, rb)
+        .fuse(no, kwo, t1)
+        .fuse(t1, kh, t2)
+        .fuse(t2, c1g, t3)
+        .fuse(t3, kd, t4)
+        .fuse(t4, g, tile)
+        .split(tile, tgo, tgi, (int)((t.tiles + groups_par - 1) / groups_par), TailStrategy::GuardWithIf)
+        .reorder(c0, ni, kwi, tgi, rhoo, rdo, rb, tgo)
+        .vectorize(c0)
+        .unroll(ni)
+        .unroll(kwi)
+        .parallel(tgo);
+
+    intm.compute_at(a.acc, tgi).vectorize(c0).unroll(n).unroll(kw);
+    intm.update().reorder(c0, n, kw, rwo, rhoi).vectorize(c0).unroll(n).unroll(kw);
+
+    Var t_var = a.t;
+    Var tg("tg");
+    a.out.compute_root().vectorize(c0).fuse(t_var, g, tg).parallel(tg);
+  }
+};
+
+class DwReference final : public DwSchedule {
+ public:
+  std::string name() const override { return "reference"; }
+  std::string why_not(const Problem&) const override { return ""; }
+  std::string describe(const Problem&, const Context&) const override {
+    return "every stage computed at root, serial, scalar: a second opinion for tests";
+  }
+  void apply(ops::DwAlgorithm& a, const Problem&, const Context&) const override {
+    a.xs.compute_root();
+    a.dys.compute_root();
+    a.acc.compute_root();
+    a.out.compute_root();
+  }
+};
+
+}  // namespace
+
+const DwSchedule* dw_tiled_schedule() {
+  static const DwTiled s;
+  return &s;
+}
+const DwSchedule* dw_reference_schedule() {
+  static const DwReference s;
+  return &s;
+}
+
+}  // namespace tbex::sched

@@ -1,0 +1,31 @@
+#include "schedules/registry.h"
+#include "tbex/kernel.h"
+
+namespace tbex::sched {
+
+const std::vector<const DwSchedule*>& dw_registry() {
+  static const std::vector<const DwSchedule*> r{dw_tiled_schedule(), dw_reference_schedule()};
+  return r;
+}
+
+const std::vector<const DxSchedule*>& dx_registry() {
+  static const std::vector<const DxSchedule*> r{dx_tiled_schedule(), dx_reference_schedule()};
+  return r;
+}
+
+template <class S>
+static std::vector<std::string> names_of(const std::vector<const S*>& reg) {
+  std::vector<std::string> out;
+  for (const S* s : reg) out.push_back(s->name());
+  return out;
+}
+
+std::vector<std::string> registry_names(OpKind op) {
+  return op == OpKind::kBackpropFilter ? names_of(dw_registry()) : names_of(dx_registry());
+}
+
+}  // namespace tbex::sched
+
+namespace tbex {
+std::vector<std::string> schedule_names(OpKind op) { return sched::registry_names(op); }
+}  // namespace tbex

@@ -1,0 +1,45 @@
+#pragma once
+/** Schedules: how each op's algorithm is tiled, vectorized and parallelized.
+ *
+ * Per op, an ordered list, best first; each entry says why it does or does not apply to a problem
+ * (TBEX_LOG=dispatch prints it), and the reference schedule is last so every problem has one. */
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace tbex::sched {
+
+struct Context {
+  Halide::Target target;
+  int threads = 1;  ///< worker threads the kernel is tuned for
+};
+
+template <class Algorithm>
+class Schedule {
+ public:
+  virtual ~Schedule() = default;
+  virtual std::string name() const = 0;
+  /** "" when the schedule applies to `p`, else the reason it does not. */
+  virtual std::string why_not(const Problem& p) const = 0;
+  /** One line on what the schedule will do for `p` (tiles, splits). */
+  virtual std::string describe(const Problem& p, const Context& ctx) const = 0;
+  virtual void apply(Algorithm& a, const Problem& p, const Context& ctx) const = 0;
+};
+
+using DwSchedule = Schedule<ops::DwAlgorithm>;
+using DxSchedule = Schedule<ops::DxAlgorithm>;
+
+const std::vector<const DwSchedule*>& dw_registry();
+const std::vector<const DxSchedule*>& dx_registry();
+
+/** Registry entries of one op, as names (best first). */
+std::vector<std::string> registry_names(OpKind op);
+
+// Factories, one per schedule family (defined in dw_schedules.cpp / dx_schedules.cpp).
+const DwSchedule* dw_tiled_schedule();
+const DwSchedule* dw_reference_schedule();
+const DxSchedule* dx_tiled_schedule();
+const DxSchedule* dx_reference_schedule();
+
+}  // namespace tbex::sched
