@@ -495,6 +495,20 @@ COLUMNS = [
 ]
 
 
+STAT = {"use": "median"}  # which statistic the table shows: median or min of the k runs
+NOISY = 1.3  # a median this much above the min is flagged with "~"
+
+
+def pick_ms(d):
+    return d["min_ms"] if STAT["use"] == "min" else d["ms"]
+
+
+def ms_cell(d):
+    ms = pick_ms(d)
+    noisy = d.get("k", 1) and d.get("min_ms") and d["ms"] > NOISY * d["min_ms"]
+    return fmt(ms) + ("~" if noisy else "")
+
+
 def row_cells(r, notes):
     gf = r["flops"] / 1e9
     peak = r["peak"]
@@ -520,8 +534,8 @@ def row_cells(r, notes):
         cells += ["ERR " + note("tbex %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
                                                       t["error"])), "", ""]
     else:
-        tb_ms = t["ms"]
-        cells += [fmt(tb_ms), fmt(gfs(tb_ms), 1), fmt(pk(tb_ms), 1)]
+        tb_ms = pick_ms(t)
+        cells += [ms_cell(t), fmt(gfs(tb_ms), 1), fmt(pk(tb_ms), 1)]
     # oneDNN
     o = r.get("onednn")
     on_ms = None
@@ -534,10 +548,10 @@ def row_cells(r, notes):
         cells += ["ERR " + note("oneDNN %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
                                                          o.get("error", "?"))), "", ""]
     else:
-        on_ms = o["ms"]
+        on_ms = pick_ms(o)
         od = o.get("out_dtype", "f32")
         odn = "" if od == "f32" else " (out %s)" % od
-        cells += [fmt(on_ms) + odn, fmt(o.get("reorder_ms")),
+        cells += [ms_cell(o) + odn, fmt(o.get("reorder_ms")),
                   "%s (%s)" % (fmt(gfs(on_ms), 1), fmt(pk(on_ms), 1))]
     # torch
     p = r.get("torch")
@@ -549,10 +563,10 @@ def row_cells(r, notes):
                   + note("torch %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
                                                  p.get("error", "?"))), ""]
     else:
-        to_ms = p["ms"]
+        to_ms = pick_ms(p)
         extra = (" " + note("torch %s %s: %s" % (r["workload"], r["pass"], p["note"]))
                  if p.get("note") else "")
-        cells += [fmt(to_ms) + extra, "%s (%s)" % (fmt(gfs(to_ms), 1), fmt(pk(to_ms), 1))]
+        cells += [ms_cell(p) + extra, "%s (%s)" % (fmt(gfs(to_ms), 1), fmt(pk(to_ms), 1))]
     cells.append(fmt(on_ms / tb_ms) + "x" if (on_ms and tb_ms) else "")
     cells.append(fmt(to_ms / tb_ms) + "x" if (to_ms and tb_ms) else "")
     cells.append(fmt(t.get("compile_ms")) if t and "compile_ms" in t else "")
@@ -589,7 +603,9 @@ def write_results(path, argv, machine, peaks, rows, elapsed, tbex_err):
     if tbex_err:
         text += ["tbex was not timed: %s" % tbex_err, ""]
     text += [
-        "Times are medians (ms) after a warm-up run; see bench/README.md for the columns.",
+        "Times are the %s (ms) of k runs after a warm-up run; `~` marks a median more than %.1fx "
+        "the best run (noisy). See bench/README.md for the columns." % (
+            "median" if STAT["use"] == "median" else "minimum (best)", NOISY),
         "",
         render_table(rows),
         "",
@@ -617,12 +633,15 @@ def main(argv=None):
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch")
     ap.add_argument("--target-sec", type=float, default=0.4,
                     help="timed seconds per measurement (k adapts to it; default 0.4)")
+    ap.add_argument("--stat", choices=["median", "min"], default="median",
+                    help="statistic shown in the table (default median; min = best of k)")
     ap.add_argument("--workloads-file", help="default: shared/bench_workloads.json")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"),
                     help="markdown report (default bench/RESULTS.md; '' = none)")
     ap.add_argument("--json", default=str(BUILD / "results.json"), help="raw results")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the C++ helpers")
     args = ap.parse_args(argv)
+    STAT["use"] = args.stat
     start = time.perf_counter()
 
     wl_file = find_workloads_file(args.workloads_file)

@@ -4,4 +4,6 @@
 
 namespace tbex::py {
 void define_layout(pybind11::module_& m);
+void define_problem(pybind11::module_& m);
+void define_kernel(pybind11::module_& m);
 }  // namespace tbex::py

@@ -132,7 +132,7 @@ class Geometry:
         if self.groups != 1:  # groups == 1 exercises the default
             p["groups"] = self.groups
         p.update(extra)
-        return p
+        return {k: v for k, v in p.items() if v is not None}  # None removes a key
 
     def dx_filter_size(self):
         return list(self.w_shape)
@@ -149,7 +149,7 @@ class Geometry:
         if self.groups != 1:
             p["groups"] = self.groups
         p.update(extra)
-        return p
+        return {k: v for k, v in p.items() if v is not None}  # None removes a key
 
     def dw_out_shape(self):
         g = self.gd
@@ -422,14 +422,15 @@ def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None):
     return kernel(x6, dy6)
 
 
-def run_dx(geo, w64, dy64, dtype, res_dtype=None, schedule=None, bias=None, bias_dtype="float32"):
+def run_dx(geo, w64, dy64, dtype, res_dtype=None, schedule=None, bias=None, bias_dtype="float32",
+           para_extra=None):
     """Builds and runs tbex dX. res_dtype None means: leave it out (default float16)."""
     from tbex import dsl, tvm
     fz = to_fz3d(to_dtype(w64, dtype), geo.groups)
     dy6 = to_6hd(to_dtype(dy64, dtype))
     fp = tvm.placeholder(fz.shape, name="filter", dtype=dtype)
     dyp = tvm.placeholder(dy6.shape, name="dy", dtype=dtype)
-    extra = {}
+    extra = dict(para_extra or {})
     if res_dtype is not None:
         extra["res_dtype"] = res_dtype
     args = [fz, dy6]

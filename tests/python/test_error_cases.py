@@ -78,9 +78,10 @@ MAPPING = {
         "dilations [1,0,1,0]: length 4"),
     # ---- Conv3DBackpropInputD (dX)
     "case19": (
-        "error", FILTER_NOT_FZ3D, ("filter", "shape"), {"dx_filter_placeholder": "as_given"},
-        "filter format NCDHWC is not supported: tbex's analog is a filter tensor that is not "
-        "FRACTAL_Z_3D (the raw 5-d shape as given)"),
+        "error", FILTER_NOT_FZ3D, ("filter", "shape"),
+        {"dx_filter_placeholder": "as_given", "dx_filter_size": [64, 32, 2, 2, 2]},
+        "filter format NCDHWC (6 letters, 5 dims) is the only defect of the suite's call: tbex's "
+        "analog is a filter tensor that is not FRACTAL_Z_3D (the raw 5-d shape as given)"),
     "case13": (
         "error", {"E62504", "E62508"}, ("channel", "cout", "out_backprop", "dedy", "w"),
         {"dx_filter_format": "DNHCW"},
@@ -175,7 +176,7 @@ def dw_call(c, ov):
 def dx_call(c, ov):
     dtype = c["dtype"]
     f = _by_format(c["filter_size"], ov.get("dx_filter_format", "DHWCN"))
-    filter_size = [f["N"], f["C"], f["D"], f["H"], f["W"]]
+    filter_size = ov.get("dx_filter_size", [f["N"], f["C"], f["D"], f["H"], f["W"]])
     groups = c["groups"]
     mode = ov.get("dx_filter_placeholder", "fz3d")
     if mode == "fz3d":
@@ -310,13 +311,16 @@ ONE_DEFECT = {
     "dw_out_h": (_dw(dy_shape=_dy6(h=6)), {"E60025"}, ("h", "out", "dedy", "backprop")),
     "dw_out_w": (_dw(dy_shape=_dy6(w=5)), {"E62508"}, ("w", "out", "dedy", "backprop")),
     "dw_groups_cout": (_dw(filter_size=[20, 2, 8, 3, 2], groups=3), {"E60038"}, ("group",)),
-    "dw_groups_zero": (_dw(groups=0), {"E60038"}, ("group",)),
+    # groups <= 0 is E60038 (SPEC 2); "" if caught by the generic dims > 0 check
+    "dw_groups_zero": (_dw(groups=0), {"E60038", ""}, ("group",)),
+    "dw_groups_negative": (_dw(groups=-2), {"E60038", ""}, ("group",)),
+    "dx_groups_zero": (_dx(groups=0), {"E60038", ""}, ("group",)),
     "dw_groups_gt_cout": (_dw(filter_size=[2, 2, 1, 3, 2], dy_shape=_dy6(c=2), groups=24),
                           {"E60038"}, ("group",)),
     "dw_strides_len": (_dw(strides=[2, 1, 2, 1]), {""}, ("stride",)),
     "dw_pads_len": (_dw(pads=[1, 0, 1, 1]), {""}, ("pad",)),
     "dw_dilations_len": (_dw(dilations=[1, 1, 1]), {""}, ("dilation",)),
-    "dw_pads_negative": (_dw(pads=[1, 0, -1, 2, 0, 1]), {""}, ("pad",)),
+    "dw_pads_negative": (_dw(pads=[1, 0, -1, 3, 0, 1]), {""}, ("pad",)),
     # a zero kernel also breaks the output-size rule; the dims check should speak first, but
     # either answer names a real defect
     "dw_filter_size_zero": (_dw(filter_size=[20, 2, 24, 0, 2]), {"", "E60025"},
@@ -342,7 +346,9 @@ ONE_DEFECT = {
     "dx_groups_cout": (_dx(filter_size=[20, 8, 2, 3, 2], groups=3), {"E60038"}, ("group",)),
     "dx_groups_cin": (_dx(filter_size=[20, 4, 2, 3, 2], groups=5), {"E60038", "E60010"},
                       ("group", "cin", "channel")),
-    "dx_filter_shape": (_dx(filt_shape=(12, 2, 16, 16)), {""}, ("filter",)),
+    # a FRACTAL_Z_3D shape that disagrees with filter_size: no TBE code of its own ("" per
+    # SPEC 5); E60010 (channel mismatch) is accepted as TBE's nearest
+    "dx_filter_shape": (_dx(filt_shape=(12, 2, 16, 16)), {"", "E60010"}, ("filter",)),
     "dx_strides_len": (_dx(strides=[1, 2, 1, 2]), {""}, ("stride",)),
     "dx_pads_len": (_dx(pads=[1, 0, 1, 1, 0]), {""}, ("pad",)),
     "dx_dilations_len": (_dx(dilations=[1, 1, 1, 1]), {""}, ("dilation",)),

@@ -1,0 +1,33 @@
+/** tbex._C: the private extension. The public API is the pure-Python package on top. */
+#include <pybind11/pybind11.h>
+
+#include "bindings.h"
+#include "tbex/errors.h"
+
+namespace pyb = pybind11;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "tbex native core (private; use the tbex package)";
+  // tbex.UserError is defined in Python (a ValueError with .code and .param); it is looked up
+  // lazily so importing _C alone still works.
+  static pyb::handle user_error_type;
+  m.def("_set_user_error_type", [](pyb::object t) { user_error_type = t.release(); });
+  pyb::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const tbex::UserError& e) {
+      if (!user_error_type) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+        return;
+      }
+      pyb::gil_scoped_acquire gil;
+      pyb::object err = pyb::reinterpret_borrow<pyb::object>(user_error_type)(e.what(), e.code(), e.param());
+      PyErr_SetObject(user_error_type.ptr(), err.ptr());
+    } catch (const tbex::InternalError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+  tbex::py::define_layout(m);
+  tbex::py::define_problem(m);
+  tbex::py::define_kernel(m);
+}

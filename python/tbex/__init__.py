@@ -1,0 +1,15 @@
+"""tbex: Huawei TBE's conv3d backprop DSL, compiled for CPUs.
+
+    from tbex import tvm, dsl
+    dedw = dsl.conv3d_backprop_filter(x, out_backprop, filter_size, para_dict)
+"""
+from .errors import UserError
+from . import _C
+
+_C._set_user_error_type(UserError)
+
+from . import dsl, knobs, layout, tvm  # noqa: E402
+from .knobs import num_threads, set_num_threads  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = ["tvm", "dsl", "layout", "knobs", "UserError", "set_num_threads", "num_threads"]

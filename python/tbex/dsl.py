@@ -1,0 +1,174 @@
+"""The TBE DSL calls: ``conv3d_backprop_filter``, ``conv3d_backprop_input``, ``auto_schedule``,
+``build``.
+
+Op calls validate at once (a bad call raises :class:`tbex.UserError` with TBE's code) and return
+a lazy :class:`tbex.tvm.Tensor` of TBE's output shape and dtype. Passed arrays instead of
+placeholders, they compute at once and return an array (the eager form).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _C
+from .errors import UserError
+from .tvm import Tensor, normalize_dtype
+
+__all__ = ["conv3d_backprop_filter", "conv3d_backprop_input", "auto_schedule", "build", "Schedule", "Kernel"]
+
+
+def _is_data(t) -> bool:
+    return isinstance(t, np.ndarray) or hasattr(t, "__dlpack__")
+
+
+def _spec(t, param):
+    """(shape, dtype) of a placeholder, numpy array or DLPack tensor."""
+    if isinstance(t, Tensor):
+        return t.shape, t.dtype
+    if _is_data(t):
+        dtype = str(getattr(t, "dtype", ""))
+        dtype = dtype.replace("torch.", "")
+        return tuple(int(s) for s in t.shape), normalize_dtype(dtype, param)
+    raise UserError(f"{param}: expected a tvm.placeholder, a numpy array or a DLPack tensor, "
+                    f"got {type(t).__name__}", "", param)
+
+
+def numpy_dtype(dtype: str):
+    if dtype == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
+def _result(problem, inputs, name, op) -> Tensor:
+    return Tensor(problem.output_shape, problem.res_dtype, name, op=op, inputs=inputs, problem=problem)
+
+
+def _eager(problem, inputs):
+    kernel = _C.compile(problem)
+    out = np.empty(problem.output_shape, numpy_dtype(problem.res_dtype))
+    kernel.run(list(inputs), out)
+    return out
+
+
+def conv3d_backprop_filter(x, out_backprop, filter_size, para_dict):
+    """dW of a 3D convolution (SPEC section 3).
+
+    ``x`` and ``out_backprop`` are 6HD ``(N, D, C1, H, W, 16)``; ``filter_size`` is
+    ``[Cout, Kd, Cin/groups, Kh, Kw]``; ``para_dict`` holds ``strides`` (D, H, W), ``pads`` (6),
+    ``dilations`` (N, D, C, H, W), ``res_dtype``, ``kernel_name`` and optionally ``group_dict``
+    (or ``groups``). The result is grouped FRACTAL_Z_3D ``(real_g, Kd*cin1_g*Kh*Kw, cout_g, 16)``
+    float32.
+    """
+    para_dict = dict(para_dict or {})
+    x_shape, x_dtype = _spec(x, "x")
+    dy_shape, dy_dtype = _spec(out_backprop, "out_backprop")
+    problem = _C.make_filter_problem(list(x_shape), x_dtype, list(dy_shape), dy_dtype,
+                                     filter_size, para_dict)
+    inputs = (x, out_backprop)
+    if any(_is_data(t) for t in inputs):
+        return _eager(problem, inputs)
+    return _result(problem, inputs, para_dict.get("kernel_name") or "dedw", "conv3d_backprop_filter")
+
+
+def conv3d_backprop_input(filter, out_backprop, filter_size, input_size, para_dict):
+    """dX of a 3D convolution (SPEC section 4).
+
+    ``filter`` is FRACTAL_Z_3D, ``out_backprop`` 6HD; ``filter_size`` is
+    ``[Cout, Cin/groups, Kd, Kh, Kw]``, ``input_size`` ``[N, D, H, W, Cin]``; ``para_dict`` holds
+    ``strides`` and ``dilations`` (N, D, H, W, C), ``pads`` (6), ``res_dtype`` (default float16),
+    ``kernel_name``, optional ``group_dict`` / ``groups`` and ``tensor_bias`` (Cin values added
+    to the result). The result is ``(N, D, C1, H*W, 16)``.
+    """
+    para_dict = dict(para_dict or {})
+    bias = para_dict.pop("tensor_bias", None)
+    f_shape, f_dtype = _spec(filter, "filter")
+    dy_shape, dy_dtype = _spec(out_backprop, "out_backprop")
+    bias_shape, bias_dtype = ([], "float32") if bias is None else _spec(bias, "tensor_bias")
+    problem = _C.make_input_problem(list(f_shape), f_dtype, list(dy_shape), dy_dtype, filter_size,
+                                    input_size, para_dict, list(bias_shape), bias_dtype)
+    inputs = (filter, out_backprop) + (() if bias is None else (bias,))
+    if any(_is_data(t) for t in inputs):
+        return _eager(problem, inputs)
+    return _result(problem, inputs, para_dict.get("kernel_name") or "dedx", "conv3d_backprop_input")
+
+
+class Schedule:
+    """The schedule choice for one DSL result: ``"auto"`` or a registry name."""
+
+    def __init__(self, res: Tensor, schedule: str = "auto"):
+        self.res = res
+        self.schedule = schedule
+
+    def explain(self):
+        """[(schedule name, "" if it applies else why not)], best first."""
+        return self.res.problem.explain_schedules()
+
+
+def auto_schedule(res, schedule: str = "auto") -> Schedule:
+    """Schedules a DSL result (``res`` or ``[res]``)."""
+    if isinstance(res, (list, tuple)):
+        if len(res) != 1:
+            raise UserError(f"res: expected one output tensor, got {len(res)}", "", "res")
+        res = res[0]
+    if not isinstance(res, Tensor) or res.problem is None:
+        raise UserError("res: expected the result of a dsl op", "", "res")
+    known = _C.schedule_names(res.op)
+    if schedule != "auto" and schedule not in known:
+        raise UserError(f"schedule: unknown schedule {schedule!r} for {res.op} "
+                        f"(known: auto, {', '.join(known)})", "", "schedule")
+    return Schedule(res, schedule)
+
+
+class Kernel:
+    """A compiled kernel. Call it with the input arrays in ``tensor_list`` order (numpy arrays,
+    ``ml_dtypes.bfloat16`` arrays, uint16 bits for 16-bit floats, or DLPack tensors); it returns
+    the output, or writes into ``out=`` without copying."""
+
+    def __init__(self, name, native, res: Tensor, input_order):
+        self.name = name
+        self._native = native
+        self.res = res
+        self._order = input_order  # position in the call -> position in the problem's inputs
+
+    @property
+    def problem(self):
+        return self._native.problem
+
+    @property
+    def schedule(self) -> str:
+        return self._native.schedule
+
+    def __call__(self, *arrays, out=None):
+        if len(arrays) != len(self._order):
+            raise UserError(f"{self.name}: expected {len(self._order)} input arrays, got {len(arrays)}",
+                            "", "inputs")
+        inputs = [None] * len(arrays)
+        for call_pos, prob_pos in enumerate(self._order):
+            inputs[prob_pos] = arrays[call_pos]
+        if out is None:
+            out = np.empty(self.res.shape, numpy_dtype(self.res.dtype))
+        self._native.run(inputs, out)
+        return out
+
+
+def build(sch: Schedule, config: dict) -> Kernel:
+    """Compiles a schedule. ``config["tensor_list"]`` lists the inputs (and the output) in the
+    order the kernel takes them; ``config["name"]`` names the kernel."""
+    if not isinstance(sch, Schedule):
+        raise UserError("sch: expected the result of dsl.auto_schedule", "", "sch")
+    config = dict(config or {})
+    res = sch.res
+    tensors = list(config.get("tensor_list") or list(res.inputs) + [res])
+    inputs = [t for t in tensors if t is not res]
+    order = []
+    for t in inputs:
+        pos = [i for i, r in enumerate(res.inputs) if r is t]
+        if not pos:
+            raise UserError(f"tensor_list: {getattr(t, 'name', t)!r} is not an input of {res.name}",
+                            "", "tensor_list")
+        order.append(pos[0])
+    if sorted(order) != list(range(len(res.inputs))):
+        names = [r.name for r in res.inputs]
+        raise UserError(f"tensor_list must hold each input of {res.name} once: {names}", "", "tensor_list")
+    native = _C.compile(res.problem, sch.schedule)
+    return Kernel(config.get("name") or res.name, native, res, order)

@@ -1,0 +1,38 @@
+"""tbex's knobs: every setting, in one table.
+
+=====================  ===========================================  =======================
+environment variable   meaning                                      programmatic setter
+=====================  ===========================================  =======================
+``TBEX_NUM_THREADS``   worker threads of compiled kernels            ``tbex.set_num_threads``
+                       (default: all cores)
+``TBEX_LOG``           comma-separated log topics printed to         (environment only)
+                       stderr: ``dispatch`` (which schedule each
+                       kernel uses and why the others do not),
+                       ``lower`` (stage times), ``all``
+=====================  ===========================================  =======================
+
+``threads(n)`` is a scoped override: ``with tbex.knobs.threads(1): ...``.
+"""
+import contextlib
+
+from . import _C
+
+
+def set_num_threads(n: int) -> None:
+    """Worker threads used by kernels (0 = all cores)."""
+    _C.set_num_threads(int(n))
+
+
+def num_threads() -> int:
+    return _C.num_threads()
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    """Runs the body with ``n`` kernel threads, restoring the previous count after."""
+    old = num_threads()
+    set_num_threads(n)
+    try:
+        yield
+    finally:
+        set_num_threads(old)

@@ -1,0 +1,159 @@
+"""Randomized small geometries (fixed seed), both ops, against the torch float64 oracle.
+
+Channel/group configurations are listed by hand so the grouped packings are all covered
+(mag_factor > 1, real_g > 1, depthwise, channels not multiples of 16); kernels, strides (1..4),
+dilations (1..3), asymmetric pads (up to larger than the kernel), spatial sizes, dtypes, schedules,
+res_dtype and tensor_bias are drawn from a seeded generator. test_generator_covers_the_features
+fails if a change to the generator drops a feature.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import oracle as O
+
+SEED = 20240611
+MAX_FLOPS = 3e6
+DTYPES = ["float16", "bfloat16", "float32"]
+
+# (Cin, Cout, groups): why
+CHANNELS = [
+    (20, 56, 4),     # mag 4, cin1_g 2, cout_g 64, real_g 1
+    (48, 48, 6),     # mag 2, real_g 3
+    (12, 12, 3),     # 4 channels per group, mag = groups = 3
+    (24, 24, 24),    # depthwise, mag 16, real_g 2
+    (40, 40, 40),    # depthwise, real_g 3 with a partial last group
+    (8, 16, 8),      # depthwise with channel multiplier 2
+    (30, 45, 15),    # mag 15, cout_g 48
+    (36, 24, 2),     # mag 2, cin_pg 18
+    (64, 32, 2),     # mag 1, real_g 2
+    (6, 10, 2),      # tiny groups
+    (3, 5, 1),
+    (17, 33, 1),
+    (5, 7, 1),
+    (32, 16, 1),
+    (16, 16, 1),
+    (1, 1, 1),
+    (2, 18, 1),
+    (33, 3, 1),
+    (20, 56, 4),
+    (48, 48, 6),
+    (12, 12, 3),
+    (24, 24, 24),
+    (7, 9, 1),
+    (18, 20, 2),     # mag 8 -> capped at groups
+    (16, 48, 16),    # depthwise, multiplier 3
+]
+
+
+def _dim(rng, stride_max=4):
+    k = int(rng.integers(1, 4))
+    d = int(rng.integers(1, 4))
+    s = int(rng.integers(1, stride_max + 1))
+    eff = (k - 1) * d + 1
+    p0, p1 = (int(v) for v in rng.integers(0, eff + 3, size=2))
+    lo = max(1, eff - p0 - p1)
+    n = int(rng.integers(lo, lo + 7))
+    return n, k, s, d, p0, p1
+
+
+def _make_cases():
+    rng = np.random.default_rng(SEED)
+    cases = []
+    for i, (cin, cout, groups) in enumerate(CHANNELS):
+        while True:
+            dims = [_dim(rng) for _ in range(3)]
+            n = int(rng.integers(1, 3))
+            geo = O.Geometry(n, cin, cout, tuple(v[0] for v in dims), tuple(v[1] for v in dims),
+                             strides=tuple(v[2] for v in dims),
+                             pads=tuple(p for v in dims for p in v[4:6]),
+                             dilations=tuple(v[3] for v in dims), groups=groups, name=f"r{i:02d}")
+            if min(geo.out_dhw) >= 1 and geo.flops() <= MAX_FLOPS:
+                break
+        cases.append(dict(
+            geo=geo,
+            dw_dtype=DTYPES[i % 3],
+            dx_dtype=DTYPES[(i + 1) % 3],
+            dw_schedule=None if i % 2 == 0 else "reference",
+            dx_schedule="reference" if i % 2 == 0 else None,
+            dx_res=[None, "float32"][(i // 2) % 2],
+            bias=[None, "float32", None, "in"][i % 4],
+            # every fifth case passes the group_dict instead of groups
+            use_group_dict=(i % 5 == 4),
+        ))
+    return cases
+
+
+CASES = _make_cases()
+
+
+def _id(c, op):
+    g = c["geo"]
+    dt = c["dw_dtype"] if op == "dW" else c["dx_dtype"]
+    sch = (c["dw_schedule"] if op == "dW" else c["dx_schedule"]) or "auto"
+    return f"{g.name}-{op}-c{g.cin}o{g.cout}g{g.groups}-{dt}-{sch}"
+
+
+def test_generator_covers_the_features():
+    geos = [c["geo"] for c in CASES]
+    assert len(geos) == 25
+    assert any(g.gd["mag_factor"] > 1 and g.gd["real_g"] > 1 for g in geos)
+    assert any(g.gd["mag_factor"] > 1 and g.gd["real_g"] == 1 for g in geos)
+    assert any(g.groups == g.cin == g.cout for g in geos)
+    assert any(g.cin % 16 and g.cout % 16 for g in geos)
+    assert sum(max(g.strides) == 4 for g in geos) >= 3
+    assert sum(max(g.dilations) == 3 for g in geos) >= 3
+    assert any(g.pads[0] != g.pads[1] or g.pads[2] != g.pads[3] for g in geos)
+    assert any(max(g.pads[2 * i], g.pads[2 * i + 1]) > g.kernel[i] for g in geos for i in range(3))
+    # stride larger than the dilated kernel: some dx rows get no contribution at all
+    assert any(g.strides[i] > (g.kernel[i] - 1) * g.dilations[i] + 1 for g in geos
+               for i in range(3))
+    assert {c["dw_dtype"] for c in CASES} == set(DTYPES) == {c["dx_dtype"] for c in CASES}
+    assert {c["dw_schedule"] for c in CASES} == {None, "reference"} == \
+        {c["dx_schedule"] for c in CASES}
+    assert {c["bias"] for c in CASES} == {None, "float32", "in"}
+    assert {c["dx_res"] for c in CASES} == {None, "float32"}
+    assert any(c["use_group_dict"] and c["geo"].groups > 1 for c in CASES)
+
+
+def _para_extra(c):
+    if not c["use_group_dict"]:
+        return {}
+    g = c["geo"]
+    # group_dict replaces groups (TBE's way of saying it)
+    return {"group_dict": O.group_dict(g.cin, g.cout, g.groups), "groups": None}
+
+
+@pytest.mark.parametrize("c", CASES, ids=[_id(c, "dW") for c in CASES])
+def test_random_dw(c):
+    geo = c["geo"]
+    dtype = c["dw_dtype"]
+    rng = np.random.default_rng(SEED + 1 + CASES.index(c))
+    x = O.random_data(rng, geo.x_shape, dtype)
+    dy = O.random_data(rng, geo.dy_shape, dtype)
+    raw = O.run_dw(geo, x, dy, dtype, schedule=c["dw_schedule"], para_extra=_para_extra(c))
+    O.check_dw(raw, O.ref_dw(x, dy, geo), geo, what=_id(c, "dW"))
+
+
+@pytest.mark.parametrize("c", CASES, ids=[_id(c, "dX") for c in CASES])
+def test_random_dx(c):
+    geo = c["geo"]
+    dtype = c["dx_dtype"]
+    rng = np.random.default_rng(SEED + 101 + CASES.index(c))
+    w = O.random_data(rng, geo.w_shape, dtype)
+    dy = O.random_data(rng, geo.dy_shape, dtype)
+    bias, bias_dtype = None, None
+    if c["bias"] is not None:
+        bias_dtype = dtype if c["bias"] == "in" else "float32"
+        bias = O.random_data(rng, (geo.cin,), bias_dtype)
+    raw = O.run_dx(geo, w, dy, dtype, res_dtype=c["dx_res"], schedule=c["dx_schedule"],
+                   bias=bias, bias_dtype=bias_dtype or "float32", para_extra=_para_extra(c))
+    O.check_dx(raw, O.ref_dx(w, dy, geo, bias=bias), geo, c["dx_res"] or "float16",
+               what=_id(c, "dX"))
+
+
+def test_flops_budget():
+    total = sum(c["geo"].flops() for c in CASES)
+    assert total <= 25 * MAX_FLOPS
+    assert all(math.prod(c["geo"].out_dhw) >= 1 for c in CASES)
