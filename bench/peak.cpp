@@ -2,6 +2,7 @@
 //
 //   g++ -O2 -mavx512f -mfma -pthread peak.cpp -o peak
 //   ./peak 1 2        -> one JSON line per thread count
+//   ./peak -q 2       -> quick probe (~0.1 s): is the machine giving us 2 full cores right now?
 //
 // Each thread runs chains of 512-bit FMAs on NACC independent accumulators (enough to cover
 // FMA latency x FMA ports on current cores: 4 cycles x 2 ports = 8 needed, we use 16).
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -90,21 +92,27 @@ double trial(int nthreads, long iters, volatile float *sink) {
 
 int main(int argc, char **argv) {
     std::vector<int> counts;
-    for (int i = 1; i < argc; ++i) counts.push_back(std::atoi(argv[i]));
+    bool quick = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string(argv[i]) == "-q") quick = true;
+        else counts.push_back(std::atoi(argv[i]));
+    }
+    const double trial_s = quick ? 0.02 : 0.15;
+    const int trials = quick ? 3 : 5;
     if (counts.empty()) counts.push_back(1);
     std::vector<float> sinkv(256);
     for (int n : counts) {
         if (n < 1 || n > 256) continue;
-        // Calibrate: aim for ~0.15 s per trial.
-        long iters = 1 << 20;
+        // Calibrate: aim for trial_s per trial.
+        long iters = 1 << 18;
         double t = trial(n, iters, sinkv.data());
-        while (t < 0.05) {
+        while (t < trial_s / 3) {
             iters *= 2;
             t = trial(n, iters, sinkv.data());
         }
-        iters = (long)(iters * (0.15 / t)) + 1;
+        iters = (long)(iters * (trial_s / t)) + 1;
         double best = 1e30;
-        for (int k = 0; k < 5; ++k) best = std::min(best, trial(n, iters, sinkv.data()));
+        for (int k = 0; k < trials; ++k) best = std::min(best, trial(n, iters, sinkv.data()));
         double flops = (double)n * iters * NACC * 32.0;
         std::printf("{\"threads\":%d,\"gflops\":%.2f,\"gflops_per_thread\":%.2f,\"sec\":%.4f}\n",
                     n, flops / best / 1e9, flops / best / 1e9 / n, best);

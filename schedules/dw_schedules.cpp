@@ -8,6 +8,8 @@
  * adds them up. Output tiles are split across threads (outermost parallel loop), so there is no
  * cross-thread reduction and results do not depend on the thread count. */
 #include <sstream>
+#include <cstdio>
+#include <cstdlib>
 
 #include "schedules/registry.h"
 #include "schedules/tiling.h"
@@ -28,11 +30,12 @@ DwTiles choose_dw_tiles(const Problem& p) {
   const ConvGeometry& g = p.geo;
   DwTiles t;
   t.kwt = largest_divisor_upto(g.kernel[2], 3);
-  // 16 (or 8 with 2-3 kw taps) broadcasts per x vector: <= 24 zmm accumulators.
-  t.nt = t.kwt >= 2 ? 8 : 16;
+  // 12-16 zmm accumulators measured best (24 spills): 4n x 3kw, 8n x 2kw or 16n x 1kw.
+  t.nt = t.kwt == 3 ? 4 : t.kwt == 2 ? 8 : 16;
   // ~512 reduction points per chunk amortize loading/storing the tile, and a chunk's x/dy rows
   // fit in L2.
   t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / g.out[2]));
+  if (const char* e = getenv("TBEX_DW_TILE")) sscanf(e, "%d,%d,%d", &t.nt, &t.kwt, &t.ch);
   t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
             g.kernel[0] * p.group.real_g;
   return t;
