@@ -25,7 +25,9 @@ struct DxTiles {
 DxTiles choose_dx_tiles(const Problem& p) {
   const ConvGeometry& g = p.geo;
   DxTiles t;
-  const int64_t qw_extent = (g.in[2] + g.pads[4] + g.stride[2] - 1) / g.stride[2];
+  // Positions along w of one phase: w + pl = qw*sw + pw over w in [0, W).
+  const int64_t pl = g.pads[4], sw = g.stride[2];
+  const int64_t qw_extent = (g.in[2] - 1 + pl) / sw - pl / sw + (pl % sw == 0 ? 1 : 0);
   // 16 zmm accumulators measured best (24 spills): CT channel blocks x QT positions.
   t.ct = largest_divisor_upto(g.cin1(), 4);
   t.qt = (int)std::min<int64_t>(16 / t.ct, qw_extent);

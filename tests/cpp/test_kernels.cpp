@@ -1,0 +1,261 @@
+// Correctness of the compiled dW / dX kernels against a float64 loop over the definition, for
+// every schedule in the registry, all input dtypes, groups (mag_factor > 1, depthwise), strides,
+// dilations, asymmetric pads and pads larger than the kernel.
+//
+// Inputs are multiples of 1/8 in [-1, 1]: exact in fp16, bf16 and fp32, and every partial sum
+// here is exact in fp32, so a correct kernel matches the reference to the last bit (the checks
+// still allow 1e-6 relative, the fp32 summation-order bound of the issue).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "reference.h"
+#include "tbex/tbex.h"
+
+namespace tbex {
+namespace {
+
+struct Case {
+  const char* name;
+  int64_t n, cin, cout, groups;
+  std::array<int64_t, 3> in, k, s, dil;
+  std::array<int64_t, 6> pads;
+};
+
+const Case kCases[] = {
+    {"plain", 2, 16, 16, 1, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"odd_channels", 1, 20, 37, 1, {4, 5, 9}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
+    {"strided", 2, 16, 32, 1, {7, 9, 11}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 0, 1, 1, 0, 2}},
+    {"dilated", 1, 8, 24, 1, {7, 8, 9}, {3, 2, 3}, {1, 2, 1}, {2, 2, 3}, {2, 2, 1, 0, 3, 3}},
+    {"grouped_mag4", 1, 20, 56, 4, {4, 5, 6}, {1, 3, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 0, 1}},
+    {"grouped_multi_real_g", 1, 48, 48, 6, {3, 4, 5}, {2, 2, 2}, {1, 2, 1}, {1, 1, 1}, {1, 0, 0, 1, 1, 0}},
+    {"depthwise", 2, 32, 32, 32, {4, 6, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"pads_beyond_kernel", 1, 16, 16, 1, {3, 4, 5}, {2, 2, 2}, {3, 2, 1}, {1, 1, 1}, {4, 3, 3, 5, 2, 3}},
+    {"stride4_dx_phases", 1, 16, 16, 1, {9, 10, 11}, {3, 2, 5}, {4, 3, 4}, {1, 2, 1}, {1, 1, 0, 2, 2, 1}},
+};
+
+std::array<int64_t, 3> out_dims(const Case& c) {
+  std::array<int64_t, 3> o{};
+  for (int i = 0; i < 3; ++i)
+    o[i] = (c.in[i] + c.pads[2 * i] + c.pads[2 * i + 1] - ((c.k[i] - 1) * c.dil[i] + 1)) / c.s[i] + 1;
+  return o;
+}
+
+std::vector<double> random_eighths(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-8, 8);
+  std::vector<double> v(count);
+  for (auto& x : v) x = d(rng) / 8.0;
+  return v;
+}
+
+/** Values stored as `t`: 2-byte words for fp16/bf16, floats for fp32. */
+std::vector<uint8_t> encode(const std::vector<double>& v, DType t) {
+  std::vector<uint8_t> out(v.size() * dtype_size(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::kFloat32) {
+      float f = (float)v[i];
+      std::memcpy(&out[i * 4], &f, 4);
+    } else {
+      uint16_t h = t == DType::kFloat16 ? float_to_half((float)v[i]) : float_to_bf16((float)v[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+std::vector<double> decode(const std::vector<uint8_t>& b, DType t) {
+  std::vector<double> v(b.size() / dtype_size(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::kFloat32) {
+      float f;
+      std::memcpy(&f, &b[i * 4], 4);
+      v[i] = f;
+    } else {
+      uint16_t h;
+      std::memcpy(&h, &b[i * 2], 2);
+      v[i] = t == DType::kFloat16 ? half_to_float(h) : bf16_to_float(h);
+    }
+  }
+  return v;
+}
+
+int64_t count(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+ParaDict para_for(const Case& c, bool dx) {
+  ParaDict p;
+  if (dx) {
+    p.strides = std::vector<int64_t>{1, c.s[0], c.s[1], c.s[2], 1};
+    p.dilations = std::vector<int64_t>{1, c.dil[0], c.dil[1], c.dil[2], 1};
+    p.res_dtype = "float32";
+  } else {
+    p.strides = std::vector<int64_t>{c.s[0], c.s[1], c.s[2]};
+    p.dilations = std::vector<int64_t>{1, c.dil[0], 1, c.dil[1], c.dil[2]};
+  }
+  p.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
+  p.groups = c.groups;
+  return p;
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& ref, double tol) {
+  ASSERT_EQ(got.size(), ref.size());
+  double max_ref = 0, max_err = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_ref = std::fmax(max_ref, std::fabs(ref[i]));
+    max_err = std::fmax(max_err, std::fabs(got[i] - ref[i]));
+  }
+  EXPECT_LE(max_err, tol * std::fmax(max_ref, 1e-30)) << "max abs error " << max_err << ", max |ref| " << max_ref;
+}
+
+using Param = std::tuple<int, DType, std::string>;
+
+class KernelTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(KernelTest, BackpropFilterMatchesReference) {
+  const auto& [ci, dtype, schedule] = GetParam();
+  const Case& c = kCases[ci];
+  ConvGeometry g;
+  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
+  g.in = c.in; g.out = out_dims(c); g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
+  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  auto x = random_eighths(count({xd.begin(), xd.end()}), 1 + ci);
+  auto dy = random_eighths(count({yd.begin(), yd.end()}), 100 + ci);
+  const size_t es = dtype_size(dtype);
+  auto xb = encode(x, dtype), yb = encode(dy, dtype);
+  std::vector<uint8_t> x6(count(shape_6hd(xd)) * es), y6(count(shape_6hd(yd)) * es);
+  ncdhw_to_6hd(xb.data(), x6.data(), xd, es);
+  ncdhw_to_6hd(yb.data(), y6.data(), yd, es);
+
+  Problem p = make_backprop_filter_problem(shape_6hd(xd), dtype, shape_6hd(yd), dtype,
+                                           {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]}, para_for(c, false));
+  auto k = compile(p, CompileOptions{schedule});
+  EXPECT_EQ(k->schedule_name(), schedule == "auto" ? schedule_names(OpKind::kBackpropFilter)[0] : schedule);
+  std::vector<float> out(count(p.dw_shape()), -7.0f);
+  k->run_dense({x6.data(), y6.data()}, out.data());
+
+  std::vector<float> w(count({wd.begin(), wd.end()}));
+  oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
+  expect_close(std::vector<double>(w.begin(), w.end()), test::ref_dw(g, x, dy), 1e-6);
+  // Cross-group and padding entries are exactly 0: packing the weights again reproduces the output.
+  std::vector<float> again(out.size());
+  oidhw_to_fz3d(w.data(), again.data(), wd, c.groups, 4);
+  EXPECT_EQ(0, std::memcmp(again.data(), out.data(), out.size() * 4));
+}
+
+TEST_P(KernelTest, BackpropInputMatchesReference) {
+  const auto& [ci, dtype, schedule] = GetParam();
+  const Case& c = kCases[ci];
+  ConvGeometry g;
+  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
+  g.in = c.in; g.out = out_dims(c); g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
+  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  auto w = random_eighths(count({wd.begin(), wd.end()}), 7 + ci);
+  auto dy = random_eighths(count({yd.begin(), yd.end()}), 300 + ci);
+  const size_t es = dtype_size(dtype);
+  auto wb = encode(w, dtype), yb = encode(dy, dtype);
+  std::vector<uint8_t> fz(count(shape_fz3d(wd, c.groups)) * es), y6(count(shape_6hd(yd)) * es);
+  oidhw_to_fz3d(wb.data(), fz.data(), wd, c.groups, es);
+  ncdhw_to_6hd(yb.data(), y6.data(), yd, es);
+
+  Problem p = make_backprop_input_problem(shape_fz3d(wd, c.groups), dtype, shape_6hd(yd), dtype,
+                                          {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                          {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+  auto k = compile(p, CompileOptions{schedule});
+  std::vector<float> out(count(p.dx_shape()), -7.0f);
+  k->run_dense({fz.data(), y6.data()}, out.data());
+  std::vector<float> dx(count({xd.begin(), xd.end()}));
+  ncdhw_from_6hd(out.data(), dx.data(), xd, 4);
+  expect_close(std::vector<double>(dx.begin(), dx.end()), test::ref_dx(g, w, dy), 1e-6);
+  std::vector<float> again(out.size());
+  ncdhw_to_6hd(dx.data(), again.data(), xd, 4);
+  EXPECT_EQ(0, std::memcmp(again.data(), out.data(), out.size() * 4)) << "padding lanes not zero";
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto& [ci, dtype, schedule] = info.param;
+  return std::string(kCases[ci].name) + "_" + dtype_name(dtype) + "_" + schedule;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllCases, KernelTest,
+    ::testing::Combine(::testing::Range(0, (int)(sizeof(kCases) / sizeof(kCases[0]))),
+                       ::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(std::string("auto"), std::string("reference"))),
+    param_name);
+
+// dX with tensor_bias and the default float16 result: one rounding of the exact sum.
+TEST(KernelExtras, BackpropInputBiasAndFloat16Result) {
+  const Case& c = kCases[2];
+  ConvGeometry g;
+  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = 1;
+  g.in = c.in; g.out = out_dims(c); g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
+  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 wd{g.cout, g.cin, g.kernel[0], g.kernel[1], g.kernel[2]};
+  auto w = random_eighths(count({wd.begin(), wd.end()}), 11);
+  auto dy = random_eighths(count({yd.begin(), yd.end()}), 12);
+  auto bias = random_eighths(g.cin, 13);
+  std::vector<float> wf(w.begin(), w.end()), yf(dy.begin(), dy.end()), bf(bias.begin(), bias.end());
+  std::vector<float> fz(count(shape_fz3d(wd, 1))), y6(count(shape_6hd(yd)));
+  oidhw_to_fz3d(wf.data(), fz.data(), wd, 1, 4);
+  ncdhw_to_6hd(yf.data(), y6.data(), yd, 4);
+  ParaDict para = para_for(c, true);
+  para.res_dtype.reset();  // TBE default: float16
+  Problem p = make_backprop_input_problem(shape_fz3d(wd, 1), DType::kFloat32, shape_6hd(yd), DType::kFloat32,
+                                          {c.cout, c.cin, c.k[0], c.k[1], c.k[2]},
+                                          {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para, {c.cin}, DType::kFloat32);
+  ASSERT_EQ(p.res_dtype, DType::kFloat16);
+  auto k = compile(p);
+  std::vector<uint16_t> out(count(p.dx_shape()));
+  k->run_dense({fz.data(), y6.data(), bf.data()}, out.data());
+  auto ref = test::ref_dx(g, w, dy);
+  const int64_t sp = g.in[0] * g.in[1] * g.in[2];
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] += bias[(i / sp) % g.cin];
+  std::vector<uint16_t> dx(ref.size());
+  ncdhw_from_6hd(out.data(), dx.data(), xd, 2);
+  int mismatches = 0;
+  for (size_t i = 0; i < ref.size(); ++i) mismatches += dx[i] != float_to_half((float)ref[i]);
+  EXPECT_EQ(mismatches, 0);
+}
+
+// Results do not depend on the thread count (tiles are split across threads, never a sum).
+TEST(KernelExtras, ThreadCountDoesNotChangeResults) {
+  const Case& c = kCases[0];
+  ConvGeometry g;
+  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.in = c.in; g.out = out_dims(c); g.kernel = c.k;
+  g.pads = c.pads;
+  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(count({xd.begin(), xd.end()})), dy(count({yd.begin(), yd.end()}));
+  for (auto& v : x) v = u(rng);
+  for (auto& v : dy) v = u(rng);
+  std::vector<float> x6(count(shape_6hd(xd))), y6(count(shape_6hd(yd)));
+  ncdhw_to_6hd(x.data(), x6.data(), xd, 4);
+  ncdhw_to_6hd(dy.data(), y6.data(), yd, 4);
+  Problem p = make_backprop_filter_problem(shape_6hd(xd), DType::kFloat32, shape_6hd(yd), DType::kFloat32,
+                                           {c.cout, c.k[0], c.cin, c.k[1], c.k[2]}, para_for(c, false));
+  const int saved = num_threads();
+  std::vector<float> one(count(p.dw_shape())), two(one.size());
+  set_num_threads(1);
+  compile(p)->run_dense({x6.data(), y6.data()}, one.data());
+  set_num_threads(2);
+  compile(p)->run_dense({x6.data(), y6.data()}, two.data());
+  set_num_threads(saved);
+  double max_rel = 0, max_ref = 0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    max_ref = std::fmax(max_ref, std::fabs(one[i]));
+    max_rel = std::fmax(max_rel, std::fabs(one[i] - two[i]));
+  }
+  EXPECT_LE(max_rel, 1e-6 * max_ref);
+}
+
+}  // namespace
+}  // namespace tbex

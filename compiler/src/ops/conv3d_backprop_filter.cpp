@@ -17,6 +17,25 @@ Type halide_type(DType t) {
   throw InternalError("unknown DType");
 }
 
+Expr to_f32(Expr v) {
+  if (v.type().is_bfloat()) {
+    // bf16 is the top half of an fp32: widen the bits instead of Halide's emulated cast.
+    return reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(v)) << 16);
+  }
+  return cast<float>(v);
+}
+
+Expr from_f32(Expr v, Type t) {
+  if (t.is_bfloat()) {
+    // Round to nearest even on the 16 dropped bits; NaN stays NaN (quiet bit set).
+    Expr u = reinterpret<uint32_t>(v);
+    Expr rounded = (u + (((u >> 16) & 1) + 0x7fff)) >> 16;
+    Expr nan = (u & 0x7fffffff) > 0x7f800000;
+    return reinterpret(t, cast<uint16_t>(select(nan, (u >> 16) | 0x40, rounded)));
+  }
+  return cast(t, v);
+}
+
 void constrain_shape(OutputImageParam ip, const std::vector<int64_t>& shape) {
   const int dims = (int)shape.size();
   internal_check(ip.dimensions() == dims, "constrain_shape: rank mismatch");
@@ -49,12 +68,12 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     Expr inside = wi >= 0 && wi < W && hi >= 0 && hi < H && di >= 0 && di < D;
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
     Expr v = a.x(c0, clamp(wi, 0, W - 1), clamp(hi, 0, H - 1), c1, clamp(di, 0, D - 1), b);
-    a.xs(c0, w, h, c1g, d, b, g) = select(inside, cast<float>(v), 0.0f);
+    a.xs(c0, w, h, c1g, d, b, g) = select(inside, to_f32(v), 0.0f);
   }
   // dy with the output channel of real group g innermost (broadcast operand of the GEMM).
   {
     Expr oc = g * cout_g + n;
-    a.dys(n, w, h, d, b, g) = cast<float>(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
+    a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
   }
 
   a.r = RDom(0, (int)geo.out[2], 0, (int)geo.out[1], 0, (int)geo.out[0], 0, (int)geo.n, "r");

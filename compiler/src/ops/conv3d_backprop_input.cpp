@@ -43,7 +43,7 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     Expr e_out = n / cout_pg, e_in = (c1g * C0 + c0) / cin_pg;
     Expr valid = e_out == e_in && e_out < mag && g * mag + e_out < groups;
     Expr v = a.filter(c0, n % C0, n / C0, row);
-    a.wz(c0, c1g, n, kw, kh, kd, g) = select(valid, cast<float>(v), 0.0f);
+    a.wz(c0, c1g, n, kw, kh, kd, g) = select(valid, to_f32(v), 0.0f);
   }
   // dy, zero outside its volume (the transposed conv reads beyond it near the borders).
   {
@@ -51,7 +51,7 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
     Expr v = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
                   clamp(d, 0, Do - 1), b);
-    a.dys(n, w, h, d, b, g) = select(inside, cast<float>(v), 0.0f);
+    a.dys(n, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
   }
 
   a.r = RDom(0, cout_g, 0, Kw, 0, Kh, 0, Kd, "r");
@@ -74,9 +74,9 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   Expr val = a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b);
   if (p.has_bias) {
     Expr c = c1 * C0 + c0;
-    val += select(c < Cin, cast<float>(a.bias(min(c, Cin - 1))), 0.0f);
+    val += select(c < Cin, to_f32(a.bias(min(c, Cin - 1))), 0.0f);
   }
-  a.dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = cast(halide_type(p.res_dtype), val);
+  a.dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = from_f32(val, halide_type(p.res_dtype));
 
   // Back from the phase frame: w + pl = qw*sw + pw.
   Expr tw = w + pl, th = h + pt, td = d + pf;

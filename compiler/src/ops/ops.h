@@ -42,6 +42,10 @@ struct DxAlgorithm {
 DwAlgorithm define_backprop_filter(const Problem& p);
 DxAlgorithm define_backprop_input(const Problem& p);
 
+/** fp16/bf16/fp32 -> fp32 and back (round to nearest even), with bf16 done on the bits. */
+Halide::Expr to_f32(Halide::Expr v);
+Halide::Expr from_f32(Halide::Expr v, Halide::Type t);
+
 /** Halide element type of a tbex dtype. */
 Halide::Type halide_type(DType t);
 
