@@ -204,43 +204,67 @@ def measure_peak(threads, tries=6):
 
 
 class Availability:
-    """Checks, around each measurement, that the machine really gives us `n` cores: a quick FMA
-    probe (bench/peak.cpp -q) compared with the peak measured at start. Before a measurement it
-    waits (up to max_wait s, and total_budget s over the run) for the probe to reach OK of the
-    peak; the lower of the probes before and after is stored with the result as "avail"."""
+    """Other processes on this (shared, 2-core) machine skew multi-thread timings badly: with n
+    threads on n cores, one busy core stalls every barrier. Around each measurement this reads
+    /proc/stat (all CPU time) and os.times() (ours and our children's): the difference is the
+    CPU time others used. Before a measurement it waits (up to max_wait s per measurement and
+    budget s per run) until others leave our n cores free; with the result it stores
+    "others" (cores others used meanwhile) and "avail" = min(1, (ncpu - others) / n)."""
 
-    OK = 0.8
+    OK = 0.9  # results with a lower avail are flagged "!"
+    WAIT_FOR = 0.95
 
-    def __init__(self, peaks, enabled=True, max_wait=10.0, total_budget=120.0):
-        self.peaks = peaks
-        self.enabled = enabled
+    def __init__(self, enabled=True, max_wait=15.0, budget=180.0):
+        self.enabled = enabled and os.path.exists("/proc/stat")
+        self.ncpu = os.cpu_count() or 1
         self.max_wait = max_wait
-        self.budget = total_budget
+        self.budget = budget
         self.waited = 0.0
+        self.tck = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-    def probe(self, n):
-        try:
-            return run_peak([n], quick=True).get(n, 0.0) / self.peaks[n]
-        except Exception:
-            return None
+    def sample(self):
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+        busy = (sum(v) - v[3] - v[4]) / self.tck  # all but idle and iowait (steal counts)
+        t = os.times()
+        ours = t.user + t.system + t.children_user + t.children_system
+        return busy, ours, time.perf_counter()
+
+    def others(self, a, b):
+        dt = b[2] - a[2]
+        if dt <= 0:
+            return 0.0
+        return max(0.0, ((b[0] - a[0]) - (b[1] - a[1])) / dt)
+
+    def avail(self, n, others):
+        return min(1.0, (self.ncpu - others) / max(1, n))
+
+    def wait_free(self, n):
+        """Waits (bounded) until others leave n cores free."""
+        if not self.enabled:
+            return
+        t0 = time.perf_counter()
+        while True:
+            a = self.sample()
+            time.sleep(0.25)
+            o = self.others(a, self.sample())
+            spent = time.perf_counter() - t0
+            if (self.avail(n, o) >= self.WAIT_FOR or spent >= self.max_wait
+                    or self.waited + spent >= self.budget):
+                break
+        self.waited += time.perf_counter() - t0
 
     def measure(self, n, fn):
-        if not self.enabled or not self.peaks.get(n):
+        if not self.enabled:
             return fn()
-        a0 = self.probe(n)
-        t0 = time.perf_counter()
-        while (a0 is not None and a0 < self.OK
-               and self.waited + (time.perf_counter() - t0) < self.budget
-               and time.perf_counter() - t0 < self.max_wait):
-            time.sleep(0.5)
-            a0 = self.probe(n)
-        self.waited += time.perf_counter() - t0
+        self.wait_free(n)
+        a = self.sample()
         res = fn()
-        a1 = self.probe(n)
-        avail = min(a for a in (a0, a1) if a is not None) if (a0 or a1) else None
+        o = self.others(a, self.sample())
         d = res[0] if isinstance(res, tuple) else res
-        if isinstance(d, dict) and avail is not None:
-            d["avail"] = round(avail, 3)
+        if isinstance(d, dict):
+            d["others"] = round(o, 3)
+            d["avail"] = round(self.avail(n, o), 3)
         return res
 
 
@@ -689,9 +713,9 @@ def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0
         text += ["tbex was not timed: %s" % tbex_err, ""]
     text += [
         "Times are the %s (ms) of k runs after a warm-up run; `~` marks a median more than %.1fx "
-        "the best run (noisy); `!` marks a measurement during which a quick FMA probe got less "
-        "than %d%% of the peak for that thread count (the host did not give us the cores: "
-        "unreliable). See bench/README.md for the columns." % (
+        "the best run (noisy); `!` marks a measurement during which other processes used so much "
+        "CPU that less than %d%% of the cores it needed were free (unreliable). See "
+        "bench/README.md for the columns." % (
             "median" if STAT["use"] == "median" else "minimum (best)", NOISY,
             int(100 * Availability.OK)),
         "",
@@ -724,7 +748,7 @@ def main(argv=None):
     ap.add_argument("--stat", choices=["median", "min"], default="median",
                     help="statistic shown in the table (default median; min = best of k)")
     ap.add_argument("--no-probe", action="store_true",
-                    help="do not check/wait for free cores around each measurement")
+                    help="do not check / wait for free cores around each measurement")
     ap.add_argument("--workloads-file", help="default: shared/bench_workloads.json")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"),
                     help="markdown report (default bench/RESULTS.md; '' = none)")
@@ -761,8 +785,9 @@ def main(argv=None):
     if tbex_err and not args.no_tbex:
         print("bench: tbex not importable: %s" % tbex_err, file=sys.stderr)
 
+    avail = Availability(enabled=not args.no_probe)
+    avail.wait_free(max(threads))
     peaks, peaks_measured = measure_peak(threads)
-    avail = Availability(peaks, enabled=not args.no_probe)
     machine = machine_line(dinfo, tbex_mod, tbex_err)
     print(machine)
     print("FP32 FMA peak: " + peak_text(peaks, peaks_measured), flush=True)

@@ -1,0 +1,257 @@
+// Every semantic check of SPEC section 5 raises tbex::UserError with its TBE code, naming the
+// parameter; Ascend-only hardware limits are accepted.
+#include <gtest/gtest.h>
+
+#include "tbex/tbex.h"
+
+namespace tbex {
+namespace {
+
+// Valid baseline: the TBE doc example (SPEC section 8), fp16.
+struct DwArgs {
+  std::vector<int64_t> x{16, 8, 1, 72, 72, 16}, dy{16, 4, 1, 36, 36, 16}, fs{16, 2, 16, 3, 3};
+  DType xt = DType::kFloat16, yt = DType::kFloat16;
+  ParaDict para;
+  DwArgs() {
+    para.strides = std::vector<int64_t>{2, 2, 2};
+    para.pads = std::vector<int64_t>{0, 0, 0, 1, 0, 1};
+    para.dilations = std::vector<int64_t>{1, 1, 1, 1, 1};
+  }
+  Problem make() const { return make_backprop_filter_problem(x, xt, dy, yt, fs, para); }
+};
+
+// Valid dX baseline: Conv3DBackpropInputD case1 of the public cases (NCDHW x [1,32,16,120,176],
+// dy [1,64,8,60,88], filter [64,32,2,2,2], stride 2).
+struct DxArgs {
+  std::vector<int64_t> f{2 * 2 * 2 * 2, 4, 16, 16}, dy{1, 8, 4, 60, 88, 16}, fs{64, 32, 2, 2, 2},
+      in{1, 16, 120, 176, 32};
+  DType ft = DType::kFloat16, yt = DType::kFloat16;
+  ParaDict para;
+  DxArgs() {
+    para.strides = std::vector<int64_t>{1, 2, 2, 2, 1};
+    para.pads = std::vector<int64_t>{0, 0, 0, 0, 0, 0};
+    para.dilations = std::vector<int64_t>{1, 1, 1, 1, 1};
+  }
+  Problem make() const { return make_backprop_input_problem(f, ft, dy, yt, fs, in, para); }
+};
+
+template <class F>
+void expect_user_error(F&& f, const std::string& code, const std::string& param) {
+  try {
+    f();
+    ADD_FAILURE() << "no UserError (expected code '" << code << "', param '" << param << "')";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_EQ(e.param(), param) << e.what();
+    EXPECT_NE(std::string(e.what()).find(param), std::string::npos) << e.what();
+  }
+}
+
+TEST(Errors, BaselinesAreValid) {
+  Problem dw = DwArgs().make();
+  EXPECT_EQ(dw.dw_shape(), (std::vector<int64_t>{1, 18, 16, 16}));
+  Problem dx = DxArgs().make();
+  EXPECT_EQ(dx.dx_shape(), (std::vector<int64_t>{1, 16, 2, 120 * 176, 16}));
+  EXPECT_EQ(dx.res_dtype, DType::kFloat16);
+}
+
+TEST(Errors, C0MustBe16) {
+  DwArgs a;
+  a.x[5] = 8;
+  expect_user_error([&] { a.make(); }, "E62511", "x");
+  DxArgs b;
+  b.dy[5] = 32;
+  expect_user_error([&] { b.make(); }, "E62511", "out_backprop");
+}
+
+TEST(Errors, BatchMismatch) {
+  DwArgs a;
+  a.x[0] = 2;
+  expect_user_error([&] { a.make(); }, "E62503", "out_backprop");
+  DxArgs b;
+  b.in[0] = 8;
+  expect_user_error([&] { b.make(); }, "E62503", "out_backprop");
+}
+
+TEST(Errors, DyChannelsMustHoldCout) {
+  DwArgs a;
+  a.fs[0] = 64;  // Cout 64 needs dy C1 = 4
+  expect_user_error([&] { a.make(); }, "E62504", "out_backprop");
+}
+
+TEST(Errors, CinMustEqualFilterCTimesGroups) {
+  DwArgs a;
+  a.fs[2] = 32;  // x holds 16 channels
+  expect_user_error([&] { a.make(); }, "E60010", "x");
+  DxArgs b;
+  b.fs[1] = 24;  // 32 input channels are not a multiple of 24
+  expect_user_error([&] { b.make(); }, "E60010", "filter_size");
+}
+
+TEST(Errors, DilationOnNOrC) {
+  DwArgs a;
+  a.para.dilations = std::vector<int64_t>{2, 1, 1, 1, 2};
+  expect_user_error([&] { a.make(); }, "E62510", "dilations");
+  DxArgs b;
+  b.para.dilations = std::vector<int64_t>{1, 1, 1, 1, 2};
+  expect_user_error([&] { b.make(); }, "E62510", "dilations");
+}
+
+TEST(Errors, KernelLargerThanPaddedInputPerDim) {
+  const char* codes[3] = {"E60014", "E60015", "E62507"};
+  for (int i = 0; i < 3; ++i) {
+    DwArgs a;
+    const int fs_index[3] = {1, 3, 4};
+    a.fs[fs_index[i]] = 200;
+    expect_user_error([&] { a.make(); }, codes[i], "filter_size");
+  }
+}
+
+TEST(Errors, OutputSizeRulePerDim) {
+  const char* codes[3] = {"E60024", "E60025", "E62508"};
+  const int dy_index[3] = {1, 3, 4};
+  for (int i = 0; i < 3; ++i) {
+    DwArgs a;
+    a.dy[dy_index[i]] += 1;
+    expect_user_error([&] { a.make(); }, codes[i], "out_backprop");
+  }
+}
+
+TEST(Errors, Lengths) {
+  DwArgs a;
+  a.para.strides = std::vector<int64_t>{1, 1, 1, 1};
+  expect_user_error([&] { a.make(); }, "", "strides");
+  DwArgs b;
+  b.para.pads = std::vector<int64_t>{0, 0, 0};
+  expect_user_error([&] { b.make(); }, "", "pads");
+  DwArgs c;
+  c.para.dilations = std::vector<int64_t>{1, 0, 1, 0};
+  expect_user_error([&] { c.make(); }, "", "dilations");
+  DwArgs d;
+  d.x = {16, 8, 72, 72, 16};
+  expect_user_error([&] { d.make(); }, "", "x");
+  DxArgs e;
+  e.para.strides = std::vector<int64_t>{2, 2, 2};
+  expect_user_error([&] { e.make(); }, "", "strides");
+  DxArgs f;
+  f.in = {1, 16, 120, 176};
+  expect_user_error([&] { f.make(); }, "", "input_size");
+}
+
+TEST(Errors, NonPositiveAndNegativeValues) {
+  DwArgs a;
+  a.para.pads = std::vector<int64_t>{0, 0, -1, 1, 0, 1};
+  expect_user_error([&] { a.make(); }, "", "pads");
+  DwArgs b;
+  b.para.strides = std::vector<int64_t>{0, 2, 2};
+  expect_user_error([&] { b.make(); }, "", "strides");
+  DwArgs c;
+  c.fs[3] = 0;
+  expect_user_error([&] { c.make(); }, "", "filter_size");
+  DwArgs d;
+  d.x[3] = -72;
+  expect_user_error([&] { d.make(); }, "", "x");
+}
+
+TEST(Errors, Dtypes) {
+  DwArgs a;
+  a.yt = DType::kFloat32;
+  expect_user_error([&] { a.make(); }, "", "out_backprop");
+  DwArgs b;
+  b.para.res_dtype = "float16";
+  expect_user_error([&] { b.make(); }, "", "res_dtype");
+  DwArgs c;
+  c.para.res_dtype = "int8";
+  expect_user_error([&] { c.make(); }, "", "res_dtype");
+}
+
+TEST(Errors, Groups) {
+  DwArgs a;
+  a.para.groups = 3;  // Cin = 48 with filter C 16, Cout 16 not divisible by 3
+  expect_user_error([&] { a.make(); }, "E60038", "groups");
+  DwArgs b;
+  b.para.groups = 0;
+  expect_user_error([&] { b.make(); }, "E60038", "groups");
+}
+
+TEST(Errors, GroupDictMustAgreeWithShapes) {
+  for (const char* key : {"real_g", "mag_factor", "cin1_g", "cout_g", "cin_ori"}) {
+    DwArgs a;
+    a.para.group_dict = std::map<std::string, int64_t>{
+        {"real_g", 1}, {"mag_factor", 1}, {"cin1_g", 1}, {"cout_g", 16}, {"cin_ori", 16}, {"cout_ori", 16}};
+    (*a.para.group_dict)[key] += 1;
+    // A wrong cin_ori is no multiple of the filter's 16 channels: E60010 on filter_size.
+    expect_user_error([&] { a.make(); }, key == std::string("cin_ori") ? "E60010" : "E60038",
+                      key == std::string("cin_ori") ? "filter_size" : std::string("group_dict['") + key + "']");
+  }
+  DwArgs b;
+  b.para.group_dict = std::map<std::string, int64_t>{{"cout_ori", 32}};
+  expect_user_error([&] { b.make(); }, "E60038", "group_dict['cout_ori']");
+  DwArgs c;
+  c.para.group_dict = std::map<std::string, int64_t>{{"bogus", 1}};
+  expect_user_error([&] { c.make(); }, "", "group_dict");
+}
+
+TEST(Errors, DxFilterShapeMustMatch) {
+  DxArgs a;
+  a.f[1] = 5;
+  expect_user_error([&] { a.make(); }, "E60010", "filter");
+  DxArgs b;
+  b.f[3] = 8;
+  expect_user_error([&] { b.make(); }, "E62511", "filter");
+}
+
+TEST(Errors, DxBias) {
+  DxArgs a;
+  expect_user_error([&] { make_backprop_input_problem(a.f, a.ft, a.dy, a.yt, a.fs, a.in, a.para, {31}); }, "",
+                    "tensor_bias");
+  Problem ok = make_backprop_input_problem(a.f, a.ft, a.dy, a.yt, a.fs, a.in, a.para, {32});
+  EXPECT_TRUE(ok.has_bias);
+}
+
+TEST(Errors, HugeSizesAreRejectedNotCrashed) {
+  DwArgs a;
+  a.x = {int64_t(1) << 40, 8, 1, 72, 72, 16};
+  a.dy = {int64_t(1) << 40, 4, 1, 36, 36, 16};
+  expect_user_error([&] { a.make(); }, "", "shape");
+  DwArgs b;  // a consistent geometry whose H does not fit a 32-bit extent
+  b.x = {1, 8, 1, int64_t(1) << 33, 72, 16};
+  b.dy = {1, 4, 1, (int64_t(1) << 32), 36, 16};
+  expect_user_error([&] { b.make(); }, "", "shape");
+}
+
+TEST(Errors, AscendOnlyLimitsAreAccepted) {
+  // Stride 64 > 63, pads larger than the kernel, H > 4096: all computable on a CPU.
+  DwArgs a;
+  a.x = {1, 1, 1, 5000, 3, 16};
+  a.dy = {1, 1, 1, 79, 3, 16};
+  a.fs = {16, 1, 16, 3, 1};
+  a.para.strides = std::vector<int64_t>{1, 64, 1};
+  a.para.pads = std::vector<int64_t>{0, 0, 5, 5, 0, 0};
+  Problem p = a.make();
+  EXPECT_EQ(p.geo.stride[1], 64);
+}
+
+TEST(Errors, KernelRunChecksOperands) {
+  DwArgs a;
+  a.x = {1, 2, 1, 4, 4, 16};
+  a.dy = {1, 1, 1, 2, 2, 16};
+  a.fs = {16, 2, 16, 3, 3};
+  a.para.strides = std::vector<int64_t>{1, 1, 1};
+  a.para.pads = std::vector<int64_t>{0, 0, 0, 0, 0, 0};
+  auto k = compile(a.make());
+  std::vector<uint16_t> x(2 * 16 * 16), dy(4 * 16);
+  std::vector<float> out(18 * 16 * 16);
+  expect_user_error([&] { k->run_dense({x.data(), nullptr}, out.data()); }, "", "out_backprop");
+  expect_user_error([&] { k->run_dense({x.data()}, out.data()); }, "", "inputs");
+  TensorArg xa{x.data(), {1, 2, 1, 4, 4, 16}, {}, DType::kFloat16};
+  TensorArg ya{dy.data(), {1, 1, 1, 2, 2, 16}, {}, DType::kBFloat16};
+  TensorArg oa{out.data(), {1, 18, 16, 16}, {}, DType::kFloat32};
+  expect_user_error([&] { k->run({xa, ya}, oa); }, "", "out_backprop");
+  ya.dtype = DType::kFloat16;
+  oa.shape = {1, 18, 16, 8};
+  expect_user_error([&] { k->run({xa, ya}, oa); }, "", "out");
+}
+
+}  // namespace
+}  // namespace tbex

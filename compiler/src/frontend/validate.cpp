@@ -112,6 +112,8 @@ GroupDict resolve_groups(ConvGeometry& g, int64_t cin_pg, const ParaDict& para,
   int64_t groups = 0;
   if (para.groups) groups = *para.groups;
   else if (gd && gd->count("groups")) groups = gd->at("groups");
+  if (para.groups || (gd && gd->count("groups")))
+    user_check(groups > 0, "E60038", "groups", "groups must be > 0, got " + std::to_string(groups));
   if (!cin) cin = (groups > 0 ? groups : 1) * cin_pg;
   user_check(*cin > 0, "", "Cin", "input channels must be > 0, got " + std::to_string(*cin));
   if (groups == 0) {
