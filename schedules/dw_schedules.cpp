@@ -59,13 +59,6 @@ class DwTiled final : public DwSchedule {
     Var c0 = a.c0, n = a.n, kw = a.kw, kh = a.kh, c1g = a.c1g, kd = a.kd, g = a.g;
     Var w = a.w, h = a.h, d = a.d, b = a.b;
 
-    // Staging: padded fp32 x (conversion and padding leave the hot loop).
-    Var db("db"), dbg("dbg");
-    a.xs.compute_root().vectorize(c0).fuse(d, b, db).fuse(db, g, dbg).parallel(dbg);
-    if (p.in_dtype != DType::kFloat32) {
-      Var db2("db2"), dbg2("dbg2");
-      a.dys.compute_root().vectorize(n, 16).fuse(d, b, db2).fuse(db2, g, dbg2).parallel(dbg2);
-    }
 
     RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];
     RVar rhoo("rhoo"), rhoi("rhoi");
@@ -93,6 +86,11 @@ class DwTiled final : public DwSchedule {
         .unroll(kwi)
         .parallel(tgo);
 
+    // Staging per reduction chunk: the padded fp32 rows of x (and dy, for 16-bit inputs) one
+    // chunk needs are built in cache right before every tile of the thread consumes them, so
+    // conversion and padding stay out of the hot loop without a pass over memory.
+    a.xs.compute_at(a.acc, rhoo).vectorize(c0);
+    if (p.in_dtype != DType::kFloat32) a.dys.compute_at(a.acc, rhoo).vectorize(n, 16);
     intm.compute_at(a.acc, tgi).vectorize(c0).unroll(n).unroll(kw);
     intm.update().reorder(c0, n, kw, rwo, rhoi).vectorize(c0).unroll(n).unroll(kw);
 
