@@ -180,9 +180,9 @@ TEST(Errors, GroupDictMustAgreeWithShapes) {
     a.para.group_dict = std::map<std::string, int64_t>{
         {"real_g", 1}, {"mag_factor", 1}, {"cin1_g", 1}, {"cout_g", 16}, {"cin_ori", 16}, {"cout_ori", 16}};
     (*a.para.group_dict)[key] += 1;
-    // A wrong cin_ori is no multiple of the filter's 16 channels: E60010 on filter_size.
+    // A wrong cin_ori is no multiple of the filter's 16 channels: E60010, naming cin_ori.
     expect_user_error([&] { a.make(); }, key == std::string("cin_ori") ? "E60010" : "E60038",
-                      key == std::string("cin_ori") ? "filter_size" : std::string("group_dict['") + key + "']");
+                      std::string("group_dict['") + key + "']");
   }
   DwArgs b;
   b.para.group_dict = std::map<std::string, int64_t>{{"cout_ori", 32}};

@@ -98,6 +98,7 @@ void check_spatial(const ConvGeometry& g) {
 GroupDict resolve_groups(ConvGeometry& g, int64_t cin_pg, const ParaDict& para,
                          std::optional<int64_t> cin_known) {
   std::optional<int64_t> cin = cin_known;
+  std::string cin_from = "filter_size";  // named when Cin and the filter disagree
   const auto& gd = para.group_dict;
   if (gd) {
     for (const auto& [key, value] : *gd) {
@@ -107,7 +108,10 @@ GroupDict resolve_groups(ConvGeometry& g, int64_t cin_pg, const ParaDict& para,
       for (const char* k : known) ok |= key == k;
       user_check(ok, "", "group_dict", "unknown key '" + key + "'");
     }
-    if (!cin && gd->count("cin_ori")) cin = gd->at("cin_ori");
+    if (!cin && gd->count("cin_ori")) {
+      cin = gd->at("cin_ori");
+      cin_from = "group_dict['cin_ori']";
+    }
   }
   int64_t groups = 0;
   if (para.groups) groups = *para.groups;
@@ -115,14 +119,14 @@ GroupDict resolve_groups(ConvGeometry& g, int64_t cin_pg, const ParaDict& para,
   if (para.groups || (gd && gd->count("groups")))
     user_check(groups > 0, "E60038", "groups", "groups must be > 0, got " + std::to_string(groups));
   if (!cin) cin = (groups > 0 ? groups : 1) * cin_pg;
-  user_check(*cin > 0, "", "Cin", "input channels must be > 0, got " + std::to_string(*cin));
+  user_check(*cin > 0, "", cin_from.c_str(), "input channels must be > 0, got " + std::to_string(*cin));
   if (groups == 0) {
-    user_check(*cin % cin_pg == 0, "E60010", "filter_size",
+    user_check(*cin % cin_pg == 0, "E60010", cin_from.c_str(),
                "Cin " + std::to_string(*cin) + " is not a multiple of the filter's channels " +
                    std::to_string(cin_pg) + " (Cin must equal filter C * groups)");
     groups = *cin / cin_pg;
   }
-  user_check(*cin == cin_pg * groups, "E60010", "filter_size",
+  user_check(*cin == cin_pg * groups, "E60010", cin_from.c_str(),
              "Cin " + std::to_string(*cin) + " != filter C " + std::to_string(cin_pg) +
                  " * groups " + std::to_string(groups));
   g.cin = *cin;
@@ -196,7 +200,8 @@ Problem make_backprop_filter_problem(const std::vector<int64_t>& x_shape, DType 
                    " but filter_size gives Cout " + std::to_string(g.cout));
   set_window(g, strides, pads, {dil[1], dil[3], dil[4]});
   p.group = resolve_groups(g, filter_size[2], para, std::nullopt);
-  user_check(g.cin1() == x_shape[2], "E60010", "x",
+  const bool cin_from_gd = !para.groups && para.group_dict && para.group_dict->count("cin_ori");
+  user_check(g.cin1() == x_shape[2], "E60010", cin_from_gd ? "group_dict['cin_ori']" : "x",
              "C1 " + std::to_string(x_shape[2]) + " of x does not hold Cin = filter C " +
                  std::to_string(filter_size[2]) + " * groups " + std::to_string(g.groups) + " = " +
                  std::to_string(g.cin) + " channels (needs C1 " + std::to_string(g.cin1()) + ")");
