@@ -23,10 +23,11 @@ struct DwTiles {
   int nt = 8;   ///< output channels per register tile
   int kwt = 1;  ///< kw taps per register tile
   int ch = 1;   ///< output rows (ho) per reduction chunk
+  int parts = 1;  ///< reduction split into this many per-thread partial sums
   int64_t tiles = 1;
 };
 
-DwTiles choose_dw_tiles(const Problem& p) {
+DwTiles choose_dw_tiles(const Problem& p, int threads) {
   const ConvGeometry& g = p.geo;
   DwTiles t;
   t.kwt = largest_divisor_upto(g.kernel[2], 3);
@@ -38,6 +39,8 @@ DwTiles choose_dw_tiles(const Problem& p) {
   if (const char* e = getenv("TBEX_DW_TILE")) sscanf(e, "%d,%d,%d", &t.nt, &t.kwt, &t.ch);
   t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
             g.kernel[0] * p.group.real_g;
+  // Fewer than 4 tiles a thread balance badly: split the reduction instead.
+  if (threads > 1 && t.tiles < 4 * threads && std::max(g.n, g.out[0]) >= threads) t.parts = threads;
   return t;
 }
 
@@ -46,52 +49,70 @@ class DwTiled final : public DwSchedule {
   std::string name() const override { return "dw_tiled"; }
   std::string why_not(const Problem&) const override { return ""; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    DwTiles t = choose_dw_tiles(p);
+    DwTiles t = choose_dw_tiles(p, ctx.threads);
     std::ostringstream s;
     s << "register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, " << t.tiles
       << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
-      << p.geo.out[2] << " cols, " << (p.in_dtype == DType::kFloat32 ? "dy read in place" : "dy staged to fp32");
+      << p.geo.out[2] << " cols, " << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "") << (p.in_dtype == DType::kFloat32 ? "dy read in place" : "dy staged to fp32");
     return s.str();
   }
 
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
-    const DwTiles t = choose_dw_tiles(p);
+    const DwTiles t = choose_dw_tiles(p, ctx.threads);
     Var c0 = a.c0, n = a.n, kw = a.kw, kh = a.kh, c1g = a.c1g, kd = a.kd, g = a.g;
-    Var w = a.w, h = a.h, d = a.d, b = a.b;
-
 
     RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];
+    RVar r_mid = rdo, r_outer = rb;  // the reduction loops outside a chunk
+    Var part("part");
+    // Few output tiles for the threads: split the reduction over batch (or depth) into per-thread
+    // partial sums (an rfactor), each computed with the tiled schedule, then added up.
+    Func body = a.acc;
+    if (t.parts > 1) {
+      RVar so("so"), si("si");
+      const bool by_batch = p.geo.n >= t.parts;
+      const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
+      body = a.acc.update()
+                 .split(by_batch ? rb : rdo, so, si, (int)((extent + t.parts - 1) / t.parts),
+                        TailStrategy::GuardWithIf)
+                 .rfactor(so, part);
+      (by_batch ? r_outer : r_mid) = si;
+      a.acc.compute_root().vectorize(c0);
+      a.acc.update().vectorize(c0);
+    }
     RVar rhoo("rhoo"), rhoi("rhoi");
     Var u("u"), v("v"), bb("bb");
-    Func intm = a.acc.update()
+    Func intm = body.update()
                     .split(rho, rhoo, rhoi, t.ch)
-                    .rfactor({{rhoo, u}, {rdo, v}, {rb, bb}});
+                    .rfactor({{rhoo, u}, {r_mid, v}, {r_outer, bb}});
 
-    Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi"), tile("tile"), t1("t1"), t2("t2"), t3("t3"), t4("t4"), tgo("tgo"), tgi("tgi");
-    const int groups_par = (int)std::min<int64_t>(ctx.threads, t.tiles);
-    a.acc.compute_root().vectorize(c0);
-    a.acc.update()
-        .split(n, no, ni, t.nt)
+    Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi"), tile("tile"), t1("t1"), t2("t2"), t3("t3"),
+        t4("t4"), tgo("tgo"), tgi("tgi");
+    // Output tiles split across threads (outermost loop), or all tiles per reduction part.
+    const int groups_par = t.parts > 1 ? 1 : (int)std::min<int64_t>(ctx.threads, t.tiles);
+    body.compute_root().vectorize(c0);
+    Stage s = body.update();
+    s.split(n, no, ni, t.nt)
         .split(kw, kwo, kwi, t.kwt)
-        .reorder(c0, ni, kwi, no, kwo, kh, c1g, kd, g, rhoo, rdo, rb)
+        .reorder(c0, ni, kwi, no, kwo, kh, c1g, kd, g, rhoo, r_mid, r_outer)
         .fuse(no, kwo, t1)
         .fuse(t1, kh, t2)
         .fuse(t2, c1g, t3)
         .fuse(t3, kd, t4)
         .fuse(t4, g, tile)
         .split(tile, tgo, tgi, (int)((t.tiles + groups_par - 1) / groups_par), TailStrategy::GuardWithIf)
-        .reorder(c0, ni, kwi, tgi, rhoo, rdo, rb, tgo)
+        .reorder(c0, ni, kwi, tgi, rhoo, r_mid, r_outer, tgo)
         .vectorize(c0)
         .unroll(ni)
-        .unroll(kwi)
-        .parallel(tgo);
+        .unroll(kwi);
+    if (t.parts > 1) s.parallel(part);
+    else s.parallel(tgo);
 
     // Staging per reduction chunk: the padded fp32 rows of x (and dy, for 16-bit inputs) one
     // chunk needs are built in cache right before every tile of the thread consumes them, so
     // conversion and padding stay out of the hot loop without a pass over memory.
-    a.xs.compute_at(a.acc, rhoo).vectorize(c0);
-    if (p.in_dtype != DType::kFloat32) a.dys.compute_at(a.acc, rhoo).vectorize(n, 16);
-    intm.compute_at(a.acc, tgi).vectorize(c0).unroll(n).unroll(kw);
+    a.xs.compute_at(body, rhoo).vectorize(c0);
+    if (p.in_dtype != DType::kFloat32) a.dys.compute_at(body, rhoo).vectorize(n, 16);
+    intm.compute_at(body, tgi).vectorize(c0).unroll(n).unroll(kw);
     intm.update().reorder(c0, n, kw, rwo, rhoi).vectorize(c0).unroll(n).unroll(kw);
 
     Var t_var = a.t;

@@ -17,6 +17,10 @@
 namespace tbex {
 namespace {
 
+// Two threads whatever the machine, so the multi-thread paths (tile groups, reduction split)
+// are what these tests check.
+const int kThreadsSet = (set_num_threads(2), 2);
+
 struct Case {
   const char* name;
   int64_t n, cin, cout, groups;
@@ -33,6 +37,9 @@ const Case kCases[] = {
     {"grouped_multi_real_g", 1, 48, 48, 6, {3, 4, 5}, {2, 2, 2}, {1, 2, 1}, {1, 1, 1}, {1, 0, 0, 1, 1, 0}},
     {"depthwise", 2, 32, 32, 32, {4, 6, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     {"pads_beyond_kernel", 1, 16, 16, 1, {3, 4, 5}, {2, 2, 2}, {3, 2, 1}, {1, 1, 1}, {4, 3, 3, 5, 2, 3}},
+    // One output tile: dW splits the reduction over batch (3 = 2 + 1, a tail) across threads.
+    {"tiny_output_split", 3, 4, 4, 1, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    {"tiny_output_split_depth", 1, 3, 5, 1, {7, 4, 5}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 0, 0, 0}},
     {"stride4_dx_phases", 1, 16, 16, 1, {9, 10, 11}, {3, 2, 5}, {4, 3, 4}, {1, 2, 1}, {1, 1, 0, 2, 2, 1}},
 };
 
