@@ -572,6 +572,8 @@ def fmt(v, nd=2):
         return "%.0f" % v
     if abs(v) >= 100:
         return "%.1f" % v
+    if abs(v) < 1:
+        return "%.3f" % v
     return ("%." + str(nd) + "f") % v
 
 
@@ -630,8 +632,8 @@ def row_cells(r, notes):
     if o is None:
         cells += ["-", "", ""]
     elif o.get("unsupported"):
-        cells += ["unsupported " + note("oneDNN %s %s: %s" % (r["pass"], r["dtype"],
-                                                              o.get("reason", ""))), "", ""]
+        cells += ["unsupported " + note("oneDNN %s %s (isa %s): %s" % (
+            r["pass"], r["dtype"], o.get("isa", "?"), o.get("reason", ""))), "", ""]
     elif "ms" not in o:
         cells += ["ERR " + note("oneDNN %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
                                                          o.get("error", "?"))), "", ""]
@@ -749,6 +751,8 @@ def main(argv=None):
                     help="statistic shown in the table (default median; min = best of k)")
     ap.add_argument("--no-probe", action="store_true",
                     help="do not check / wait for free cores around each measurement")
+    ap.add_argument("--wait-budget", type=float, default=180.0,
+                    help="max total seconds to wait for free cores over the run (default 180)")
     ap.add_argument("--workloads-file", help="default: shared/bench_workloads.json")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"),
                     help="markdown report (default bench/RESULTS.md; '' = none)")
@@ -785,7 +789,7 @@ def main(argv=None):
     if tbex_err and not args.no_tbex:
         print("bench: tbex not importable: %s" % tbex_err, file=sys.stderr)
 
-    avail = Availability(enabled=not args.no_probe)
+    avail = Availability(enabled=not args.no_probe, budget=args.wait_budget)
     avail.wait_free(max(threads))
     peaks, peaks_measured = measure_peak(threads)
     machine = machine_line(dinfo, tbex_mod, tbex_err)

@@ -3,14 +3,9 @@
 #   build/onednn_bench   oneDNN conv3d backward timing (see onednn_bench.cpp)
 #   build/peak           FP32 FMA peak (see peak.cpp)
 #
-# Which oneDNN:
-#   1. $ONEDNN_ROOT (with include/ and lib/) if set;
-#   2. else the venv's oneDNN (PyPI onednn-devel, in $VENV/include, $VENV/lib) if it can create a
-#      CPU engine. The 2026.x PyPI build is the DPC++ one (CPU engine = SYCL CPU device, TBB
-#      threading); without a SYCL CPU device (the OpenCL adapter of the Unified Runtime is not
-#      shipped on PyPI) it cannot create a CPU engine, and then
-#   3. PyPI's onednn-cpu-gomp + onednn-devel-cpu-gomp (oneDNN 3.2, OpenMP runtime, threads from
-#      OMP_NUM_THREADS), downloaded with pip into build/onednn-cpu-gomp/ (once).
+# Which oneDNN: $ONEDNN_ROOT (with include/ and lib/) if set, else the venv's, installed by
+# scripts/setup.sh from deps/pins.txt (onednn-cpu-gomp 3.2: PyPI's newer onednn-devel 2026.x is
+# the SYCL build, which finds no CPU engine on these machines).
 # Writes build/onednn_root.txt with the oneDNN used.
 set -euo pipefail
 
@@ -47,38 +42,10 @@ try_root() {  # $1 = oneDNN root; succeeds if it builds and can create a CPU eng
     return 1
 }
 
-fetch_gomp() {  # oneDNN CPU build with GNU OpenMP, from PyPI wheels
-    local dst="$BUILD/onednn-cpu-gomp"
-    if [ ! -f "$dst/include/oneapi/dnnl/dnnl.hpp" ] || ! ls "$dst"/lib/libdnnl.so* >/dev/null 2>&1; then
-        echo "[build.sh] fetching onednn-cpu-gomp wheels from PyPI" >&2
-        mkdir -p "$BUILD/wheels"
-        "$PY" -m pip download --no-deps -q -d "$BUILD/wheels" \
-            "onednn-cpu-gomp==2023.2.0" "onednn-devel-cpu-gomp==2023.2.0"
-        "$PY" - "$BUILD/wheels" "$dst" <<'EOF'
-import glob, os, sys, zipfile
-src, dst = sys.argv[1], sys.argv[2]
-for w in glob.glob(os.path.join(src, "onednn*cpu_gomp-*.whl")):
-    with zipfile.ZipFile(w) as z:
-        for info in z.infolist():
-            name = info.filename
-            if ".data/data/" not in name or name.endswith("/"):
-                continue
-            out = os.path.join(dst, name.split(".data/data/", 1)[1])
-            os.makedirs(os.path.dirname(out), exist_ok=True)
-            with open(out, "wb") as f:
-                f.write(z.read(info))
-            mode = (info.external_attr >> 16) & 0o777
-            if mode:
-                os.chmod(out, mode)
-EOF
-    fi
-    echo "$dst"
-}
-
 if [ -n "${ONEDNN_ROOT:-}" ]; then
     try_root "$ONEDNN_ROOT" || { echo "[build.sh] ONEDNN_ROOT=$ONEDNN_ROOT unusable" >&2; exit 1; }
 elif try_root "$VENV"; then
     :
 else
-    try_root "$(fetch_gomp)" || { echo "[build.sh] no usable oneDNN" >&2; exit 1; }
+    echo "[build.sh] no usable oneDNN: run scripts/setup.sh (deps/pins.txt pins it)" >&2; exit 1
 fi

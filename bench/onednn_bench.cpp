@@ -99,7 +99,9 @@ std::string common_json() {
     const char *omp = std::getenv("OMP_NUM_THREADS");
     std::ostringstream os;
     os << "\"onednn_version\":\"" << version_string() << "\",\"cpu_runtime\":\""
-       << runtime_name(v->cpu_runtime) << "\",\"omp_num_threads\":"
+       << runtime_name(v->cpu_runtime) << "\",\"isa\":\""
+       << (engine::get_count(engine::kind::cpu) > 0 ? isa_name(get_effective_cpu_isa()) : "n/a")
+       << "\",\"omp_num_threads\":"
        << (omp ? ("\"" + json_escape(omp) + "\"") : std::string("null"));
     return os.str();
 }
@@ -217,11 +219,8 @@ struct Args {
 int print_info() {
     const dnnl_version_t *v = dnnl_version();
     size_t n_cpu = engine::get_count(engine::kind::cpu);
-    std::string isa = "n/a";
-    if (n_cpu > 0) isa = isa_name(get_effective_cpu_isa());
-    std::printf("{\"impl\":\"onednn\",\"info\":true,%s,\"hash\":\"%s\",\"cpu_engines\":%zu,"
-                "\"isa\":\"%s\"}\n",
-                common_json().c_str(), v->hash, n_cpu, isa.c_str());
+    std::printf("{\"impl\":\"onednn\",\"info\":true,%s,\"hash\":\"%s\",\"cpu_engines\":%zu}\n",
+                common_json().c_str(), v->hash, n_cpu);
     return n_cpu > 0 ? 0 : 3;
 }
 

@@ -24,6 +24,7 @@ struct DwTiles {
   int kwt = 1;  ///< kw taps per register tile
   int ch = 1;   ///< output rows (ho) per reduction chunk
   int parts = 1;  ///< reduction split into this many per-thread partial sums
+  bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (dense rows only)
   int64_t tiles = 1;
 };
 
@@ -39,6 +40,8 @@ DwTiles choose_dw_tiles(const Problem& p, int threads) {
   if (const char* e = getenv("TBEX_DW_TILE")) sscanf(e, "%d,%d,%d", &t.nt, &t.kwt, &t.ch);
   t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
             g.kernel[0] * p.group.real_g;
+  for (int i = 1; i < 3; ++i)
+    t.stage_x = t.stage_x && g.stride[i] <= (g.kernel[i] - 1) * g.dilation[i] + 1;
   // Fewer than 4 tiles a thread balance badly: split the reduction instead.
   if (threads > 1 && t.tiles < 4 * threads && std::max(g.n, g.out[0]) >= threads) t.parts = threads;
   return t;
@@ -47,13 +50,19 @@ DwTiles choose_dw_tiles(const Problem& p, int threads) {
 class DwTiled final : public DwSchedule {
  public:
   std::string name() const override { return "dw_tiled"; }
-  std::string why_not(const Problem&) const override { return ""; }
+  std::string why_not(const Problem& p) const override {
+    const int64_t bytes = 4 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] *
+                          p.geo.kernel[2] * p.group.cin1_g * p.group.cout_g * 16;
+    if (bytes >= (int64_t(1) << 30))
+      return "output of " + std::to_string(bytes) + " bytes is too big to accumulate apart";
+    return "";
+  }
   std::string describe(const Problem& p, const Context& ctx) const override {
     DwTiles t = choose_dw_tiles(p, ctx.threads);
     std::ostringstream s;
     s << "register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, " << t.tiles
       << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
-      << p.geo.out[2] << " cols, " << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "") << (p.in_dtype == DType::kFloat32 ? "dy read in place" : "dy staged to fp32");
+      << p.geo.out[2] << " cols, " << (t.stage_x ? "" : "x read in place (sparse rows), ") << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "") << (p.in_dtype == DType::kFloat32 ? "dy read in place" : "dy staged to fp32");
     return s.str();
   }
 
@@ -110,7 +119,9 @@ class DwTiled final : public DwSchedule {
     // Staging per reduction chunk: the padded fp32 rows of x (and dy, for 16-bit inputs) one
     // chunk needs are built in cache right before every tile of the thread consumes them, so
     // conversion and padding stay out of the hot loop without a pass over memory.
-    a.xs.compute_at(body, rhoo).vectorize(c0);
+    // Strides beyond the dilated kernel leave gaps: a padded box would mostly hold rows nobody
+    // reads (with huge strides and pads, more than memory), so x is then read in place.
+    if (t.stage_x) a.xs.compute_at(body, rhoo).vectorize(c0);
     if (p.in_dtype != DType::kFloat32) a.dys.compute_at(body, rhoo).vectorize(n, 16);
     intm.compute_at(body, tgi).vectorize(c0).unroll(n).unroll(kw);
     intm.update().reorder(c0, n, kw, rwo, rhoi).vectorize(c0).unroll(n).unroll(kw);
@@ -118,6 +129,34 @@ class DwTiled final : public DwSchedule {
     Var t_var = a.t;
     Var tg("tg");
     a.out.compute_root().vectorize(c0).fuse(t_var, g, tg).parallel(tg);
+  }
+};
+
+/** Short reductions or outputs too big to hold twice: the accumulator lives per output row t
+ * (one tap, all cout_g x 16 entries) and is written straight into the output; no K chunking. */
+class DwDirect final : public DwSchedule {
+ public:
+  std::string name() const override { return "dw_direct"; }
+  std::string why_not(const Problem& p) const override {
+    const auto& g = p.geo;
+    const int64_t reduction = g.n * g.out[0] * g.out[1] * g.out[2];
+    const int64_t out_bytes = 4 * p.group.real_g * g.kernel[0] * g.kernel[1] * g.kernel[2] *
+                              p.group.cin1_g * p.group.cout_g * 16;
+    if (reduction <= 4096 || out_bytes >= (int64_t(1) << 30)) return "";
+    return "reduction of " + std::to_string(reduction) + " points is long enough for dw_tiled";
+  }
+  std::string describe(const Problem&, const Context& ctx) const override {
+    return "accumulator per output row (one tap), " + std::to_string(ctx.threads) + " threads over rows";
+  }
+  void apply(ops::DwAlgorithm& a, const Problem& p, const Context&) const override {
+    // Not fused with g: bounds of t through a fused loop would cover every row.
+    // acc per single row t (its taps come from t by div/mod, whose bounds over a range of rows
+    // would span every tap). The update stays scalar: vectorized over c0 with x read in place
+    // (bounds-checked), Halide's code ran ~40x slower (measured on the kernel2 public case).
+    a.out.compute_root().parallel(a.t);
+    a.acc.compute_at(a.out, a.t).vectorize(a.c0);
+    a.acc.update().unscheduled();
+    if (p.in_dtype != DType::kFloat32) a.dys.compute_root().vectorize(a.n, 16);
   }
 };
 
@@ -129,10 +168,11 @@ class DwReference final : public DwSchedule {
     return "every stage computed at root, serial, scalar: a second opinion for tests";
   }
   void apply(ops::DwAlgorithm& a, const Problem&, const Context&) const override {
-    a.xs.compute_root();
+    // xs stays inline: its padded box can be far larger than x (huge pads and strides). The
+    // accumulator is per output row, so huge outputs are not held twice.
     a.dys.compute_root();
-    a.acc.compute_root();
     a.out.compute_root();
+    a.acc.compute_at(a.out, a.t);
   }
 };
 
@@ -140,6 +180,10 @@ class DwReference final : public DwSchedule {
 
 const DwSchedule* dw_tiled_schedule() {
   static const DwTiled s;
+  return &s;
+}
+const DwSchedule* dw_direct_schedule() {
+  static const DwDirect s;
   return &s;
 }
 const DwSchedule* dw_reference_schedule() {

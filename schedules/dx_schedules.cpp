@@ -30,7 +30,7 @@ DxTiles choose_dx_tiles(const Problem& p) {
   const int64_t qw_extent = (g.in[2] - 1 + pl) / sw - pl / sw + (pl % sw == 0 ? 1 : 0);
   // 16 zmm accumulators measured best (24 spills): CT channel blocks x QT positions.
   t.ct = largest_divisor_upto(g.cin1(), 4);
-  t.qt = (int)std::min<int64_t>(16 / t.ct, qw_extent);
+  t.qt = (int)std::max<int64_t>(1, std::min<int64_t>(16 / t.ct, qw_extent));
   if (const char* e = getenv("TBEX_DX_TILE")) sscanf(e, "%d,%d", &t.qt, &t.ct);
   return t;
 }

@@ -38,6 +38,7 @@ std::vector<std::string> registry_names(OpKind op);
 
 // Factories, one per schedule family (defined in dw_schedules.cpp / dx_schedules.cpp).
 const DwSchedule* dw_tiled_schedule();
+const DwSchedule* dw_direct_schedule();
 const DwSchedule* dw_reference_schedule();
 const DxSchedule* dx_tiled_schedule();
 const DxSchedule* dx_reference_schedule();

@@ -186,6 +186,21 @@ def test_kernel_rejects_wrong_argument_count(small_dw):
         kernel(x6)
 
 
+def test_non_contiguous_inputs_are_right_or_rejected(small_dw):
+    """A strided view or a Fortran-ordered copy: computed correctly, or a UserError; never a
+    wrong answer."""
+    kernel, (x6, dy6), ref = small_dw
+    holder = np.zeros((2 * x6.shape[0],) + x6.shape[1:], dtype=x6.dtype)
+    holder[::2] = x6
+    for x_arg in (holder[::2], np.asfortranarray(x6)):
+        assert not x_arg.flags.c_contiguous
+        try:
+            out = kernel(x_arg, dy6)
+        except tbex.UserError:
+            continue
+        O.check_dw(out, ref, SMALL, what="non-contiguous x")
+
+
 def test_kernel_result_is_fresh_each_call(small_dw):
     kernel, args, ref = small_dw
     a = kernel(*args)
@@ -316,16 +331,16 @@ def test_groups_default_is_one():
 
 
 def test_groups_default_is_one_for_dx():
-    """The same for dX: input_size Cin 32 with filter C 16 and no groups is E60010, not an
-    inferred groups=2."""
-    f = tvm.placeholder(O.np_shape_fz3d((32, 16, 2, 2, 2), 1), name="f", dtype="float16")
+    """The same for dX: input_size Cin 32, filter C 16, and no groups / group_dict means
+    groups = 1, so E60010, even with a filter tensor shaped for groups=2 (no inferred groups)."""
+    f2 = tvm.placeholder(O.np_shape_fz3d((32, 16, 2, 2, 2), 2), name="f", dtype="float16")
     dy = tvm.placeholder((1, 2, 2, 3, 3, 16), name="dy", dtype="float16")
     para = {"strides": [1] * 5, "pads": [0] * 6, "dilations": [1] * 5}
     with pytest.raises(tbex.UserError) as info:
-        dsl.auto_schedule(dsl.conv3d_backprop_input(f, dy, [32, 16, 2, 2, 2], [1, 3, 4, 4, 32],
+        dsl.auto_schedule(dsl.conv3d_backprop_input(f2, dy, [32, 16, 2, 2, 2], [1, 3, 4, 4, 32],
                                                     para))
     assert info.value.code == "E60010"
-    f2 = tvm.placeholder(O.np_shape_fz3d((32, 16, 2, 2, 2), 2), name="f", dtype="float16")
+    assert "groups" in str(info.value)
     res = dsl.conv3d_backprop_input(f2, dy, [32, 16, 2, 2, 2], [1, 3, 4, 4, 32],
                                     dict(para, groups=2))
     assert tuple(res.shape) == (1, 3, 2, 16, 16)

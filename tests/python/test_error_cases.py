@@ -52,13 +52,13 @@ MAPPING = {
         "the JSON geometry is valid; TBE's suite used filter C=22, which 6HD x (C1=2) can't tell "
         "from 32, so use C=48 (3 blocks) vs x's 32 channels (2 blocks)"),
     "filter_h_larger_than_fmap_h_case": (
-        "error", {"E60015"}, ("kernel", "filter", "h"), {},
+        "error", {"E60015"}, ("kernel", "filter_size"), {},
         "Kh=255 > padded H=120 (checked before the output-size rule, which then cannot hold)"),
     "w_res_not_match_case": (
-        "error", OUT_RULE, ("out", "dedy", "backprop"), {},
+        "error", OUT_RULE, ("out_backprop", "dedy"), {},
         "dedy (5,19,75) vs output-size rule (8,60,88): all three dims are wrong"),
     "invalid_fmap_shape_case": (
-        "error", FILTER_NOT_FZ3D, ("x", "fmap", "shape", "rank", "dim"), {},
+        "error", FILTER_NOT_FZ3D, ("x:", "fmap", "'x'"), {},
         "x given 4-d (16,120,176,32): passed as a wrong-rank placeholder"),
     "test_not_match_dedy_c": (
         "error", {"E62504"}, ("channel", "cout", "out_backprop", "dedy"), {},
@@ -83,18 +83,18 @@ MAPPING = {
         "filter format NCDHWC (6 letters, 5 dims) is the only defect of the suite's call: tbex's "
         "analog is a filter tensor that is not FRACTAL_Z_3D (the raw 5-d shape as given)"),
     "case13": (
-        "error", {"E62504", "E62508"}, ("channel", "cout", "out_backprop", "dedy", "w"),
+        "error", {"E62504", "E62508"}, ("channel", "cout", "out_backprop", "dedy"),
         {"dx_filter_format": "DNHCW"},
         "filter format DNHCW: read in that order the filter is Cout=2 (dedy has 64), Kw=64 "
         "(output W 57 != 88)"),
     "case14": (
         "error", {"E62503", "E60010", "E60014", "E60024", "E62508"},
-        ("batch", "channel", "cin", "input_size", "kernel", "d", "w"),
+        ("batch", "channel", "cin", "input_size", "kernel", "out_backprop"),
         {"dx_input_size_format": "DNHCW"},
         "y format DNHCW: tbex has no dx format argument; the input_size read in that order is "
         "N=16 D=1 H=120 W=32 C=176 (batch, channels, Kd>D and W rule all wrong)"),
     "case4": (
-        "error", {"E62503", "E62504"} | OUT_RULE, ("batch", "channel", "cout", "out", "dedy"), {},
+        "error", {"E62503", "E62504"} | OUT_RULE, ("batch", "channel", "cout", "out_backprop", "dedy"), {},
         "out_backprop given DHWCN (8,60,88,64,1), read as NDHWC: N=8 C=1 and wrong D/H/W"),
     "case10": (
         "error", FILTER_NOT_FZ3D, ("filter", "shape"), {"dx_filter_format": "NDHWC",
@@ -105,26 +105,26 @@ MAPPING = {
         "error", {"E60010"}, ("cin", "channel", "input_size", "filter"), {},
         "input_size Cin=16 vs filter C=32 * groups 1"),
     "case25": (
-        "error", {"E62508"}, ("w", "out", "dedy"), {},
+        "error", {"E62508"}, ("out_backprop", "dedy"), {},
         "stride W 3: Wo=59 != dedy W 88"),
     "case11": (
-        "error", {"E62503", "E62504"} | OUT_RULE, ("batch", "channel", "cout", "out", "dedy"), {},
+        "error", {"E62503", "E62504"} | OUT_RULE, ("batch", "channel", "cout", "out_backprop", "dedy"), {},
         "out_backprop (8,6,8,6,1) NDHWC: N=8 C=1 and wrong D/H/W"),
     "case20": (
-        "error", {"E60014"}, ("kernel", "filter", "d"), {},
+        "error", {"E60014"}, ("kernel", "filter_size"), {},
         "Kd=17 > padded D=16 (checked before the output-size rule)"),
     "case18": (
-        "error", {"E60010", "E62508"}, ("cin", "channel", "filter", "w"),
+        "error", {"E60010", "E62508"}, ("cin", "channel", "filter"),
         {"dx_filter_format": "NCDHW"},
         "filter NCDHW (64,2,2,2,32): C=2 vs input_size Cin=32, and Kw=32 breaks the W rule"),
     "case26": (
-        "error", {"E60024"}, ("d", "out", "dedy"), {},
+        "error", {"E60024"}, ("out_backprop", "dedy"), {},
         "dilation D=2 (an Ascend limit in TBE) is supported by tbex, but then Do=7 != dedy D 8"),
     "case23": (
-        "error", {"E60025"}, ("h", "out", "dedy"), {},
+        "error", {"E60025"}, ("out_backprop", "dedy"), {},
         "stride H 10: Ho=12 != dedy H 60"),
     "case21": (
-        "error", {"E60024"}, ("d", "out", "dedy"), {},
+        "error", {"E60024"}, ("out_backprop", "dedy"), {},
         "stride D 4: Do=4 != dedy D 8"),
     "case15": (
         "error", {"E62510"}, ("dilation",), {},
@@ -297,19 +297,19 @@ def test_base_geometry_is_valid():
 
 ONE_DEFECT = {
     # dW ------------------------------------------------------------------------------------
-    "dw_x_c0_8": (_dw(x_shape=(2, 6, 2, 7, 8, 8)), {"E62511"}, ("c0", "16")),
-    "dw_dy_c0_32": (_dw(dy_shape=(2, 3, 2, 7, 4, 32)), {"E62511"}, ("c0", "16")),
+    "dw_x_c0_8": (_dw(x_shape=(2, 6, 2, 7, 8, 8)), {"E62511"}, ("c0",)),
+    "dw_dy_c0_32": (_dw(dy_shape=(2, 3, 2, 7, 4, 32)), {"E62511"}, ("c0",)),
     "dw_batch": (_dw(dy_shape=_dy6(n=3)), {"E62503"}, ("batch",)),
     "dw_dy_channels": (_dw(filter_size=[40, 2, 24, 3, 2]), {"E62504"}, ("channel", "cout")),
     "dw_cin": (_dw(filter_size=[20, 2, 40, 3, 2]), {"E60010"}, ("channel", "cin")),
     "dw_dilation_n": (_dw(dilations=[2, 1, 1, 1, 1]), {"E62510"}, ("dilation",)),
     "dw_dilation_c": (_dw(dilations=[1, 1, 3, 1, 1]), {"E62510"}, ("dilation",)),
-    "dw_kernel_d": (_dw(filter_size=[20, 9, 24, 3, 2]), {"E60014"}, ("d", "kernel", "filter")),
-    "dw_kernel_h_dilated": (_dw(dilations=[1, 1, 1, 5, 1]), {"E60015"}, ("h", "kernel", "filter")),
-    "dw_kernel_w": (_dw(filter_size=[20, 2, 24, 3, 10]), {"E62507"}, ("w", "kernel", "filter")),
-    "dw_out_d": (_dw(dy_shape=_dy6(d=4)), {"E60024"}, ("d", "out", "dedy", "backprop")),
-    "dw_out_h": (_dw(dy_shape=_dy6(h=6)), {"E60025"}, ("h", "out", "dedy", "backprop")),
-    "dw_out_w": (_dw(dy_shape=_dy6(w=5)), {"E62508"}, ("w", "out", "dedy", "backprop")),
+    "dw_kernel_d": (_dw(filter_size=[20, 9, 24, 3, 2]), {"E60014"}, ("kernel", "filter_size")),
+    "dw_kernel_h_dilated": (_dw(dilations=[1, 1, 1, 5, 1]), {"E60015"}, ("kernel", "filter_size")),
+    "dw_kernel_w": (_dw(filter_size=[20, 2, 24, 3, 10]), {"E62507"}, ("kernel", "filter_size")),
+    "dw_out_d": (_dw(dy_shape=_dy6(d=4)), {"E60024"}, ("out_backprop", "dedy")),
+    "dw_out_h": (_dw(dy_shape=_dy6(h=6)), {"E60025"}, ("out_backprop", "dedy")),
+    "dw_out_w": (_dw(dy_shape=_dy6(w=5)), {"E62508"}, ("out_backprop", "dedy")),
     "dw_groups_cout": (_dw(filter_size=[20, 2, 8, 3, 2], groups=3), {"E60038"}, ("group",)),
     # groups <= 0 is E60038 (SPEC 2); "" if caught by the generic dims > 0 check
     "dw_groups_zero": (_dw(groups=0), {"E60038", ""}, ("group",)),
@@ -324,25 +324,25 @@ ONE_DEFECT = {
     # a zero kernel also breaks the output-size rule; the dims check should speak first, but
     # either answer names a real defect
     "dw_filter_size_zero": (_dw(filter_size=[20, 2, 24, 0, 2]), {"", "E60025"},
-                            ("filter_size", "kernel", "h")),
+                            ("filter_size", "kernel")),
     "dw_filter_size_len": (_dw(filter_size=[20, 2, 24, 3]), {""}, ("filter_size",)),
     "dw_dtype_mismatch": (_dw(dy_dtype="float32"), {""}, ("dtype",)),
     "dw_dtype_int8": (_dw(x_dtype="int8"), {""}, ("dtype",)),
     "dw_res_dtype_fp16": (_dw(res_dtype="float16"), {""}, ("res_dtype",)),
     # dX ------------------------------------------------------------------------------------
-    "dx_dy_c0_8": (_dx(dy_shape=(2, 3, 2, 7, 4, 8)), {"E62511"}, ("c0", "16")),
+    "dx_dy_c0_8": (_dx(dy_shape=(2, 3, 2, 7, 4, 8)), {"E62511"}, ("c0",)),
     "dx_batch": (_dx(input_size=[3, 6, 7, 8, 24]), {"E62503"}, ("batch",)),
     "dx_dy_channels": (_dx(dy_shape=_dy6(c=40)), {"E62504"}, ("channel", "cout")),
     "dx_cin": (_dx(input_size=[2, 6, 7, 8, 16]), {"E60010"}, ("channel", "cin")),
     "dx_dilation_n": (_dx(dilations=[2, 1, 1, 1, 1]), {"E62510"}, ("dilation",)),
     "dx_dilation_c": (_dx(dilations=[1, 1, 1, 1, 2]), {"E62510"}, ("dilation",)),
     "dx_kernel_d": (_dx(input_size=[2, 1, 7, 8, 24], pads=[0, 0, 1, 1, 0, 1]), {"E60014"},
-                    ("d", "kernel", "filter")),
-    "dx_kernel_h": (_dx(filter_size=[20, 24, 2, 10, 2]), {"E60015"}, ("h", "kernel", "filter")),
-    "dx_kernel_w_dilated": (_dx(dilations=[1, 1, 1, 9, 1]), {"E62507"}, ("w", "kernel", "filter")),
-    "dx_out_d": (_dx(dy_shape=_dy6(d=2)), {"E60024"}, ("d", "out", "dedy", "backprop")),
-    "dx_out_h": (_dx(dy_shape=_dy6(h=8)), {"E60025"}, ("h", "out", "dedy", "backprop")),
-    "dx_out_w": (_dx(dy_shape=_dy6(w=6)), {"E62508"}, ("w", "out", "dedy", "backprop")),
+                    ("kernel", "filter_size")),
+    "dx_kernel_h": (_dx(filter_size=[20, 24, 2, 10, 2]), {"E60015"}, ("kernel", "filter_size")),
+    "dx_kernel_w_dilated": (_dx(dilations=[1, 1, 1, 9, 1]), {"E62507"}, ("kernel", "filter_size")),
+    "dx_out_d": (_dx(dy_shape=_dy6(d=2)), {"E60024"}, ("out_backprop", "dedy")),
+    "dx_out_h": (_dx(dy_shape=_dy6(h=8)), {"E60025"}, ("out_backprop", "dedy")),
+    "dx_out_w": (_dx(dy_shape=_dy6(w=6)), {"E62508"}, ("out_backprop", "dedy")),
     "dx_groups_cout": (_dx(filter_size=[20, 8, 2, 3, 2], groups=3), {"E60038"}, ("group",)),
     "dx_groups_cin": (_dx(filter_size=[20, 4, 2, 3, 2], groups=5), {"E60038", "E60010"},
                       ("group", "cin", "channel")),
@@ -355,7 +355,7 @@ ONE_DEFECT = {
     "dx_pads_negative": (_dx(pads=[1, 0, 1, 1, -1, 2]), {""}, ("pad",)),
     "dx_input_size_len": (_dx(input_size=[2, 6, 7, 8]), {""}, ("input_size",)),
     "dx_dtype_mismatch": (_dx(dy_dtype="bfloat16"), {""}, ("dtype",)),
-    "dx_res_dtype_bf16": (_dx(res_dtype="bfloat16"), {""}, ("res_dtype",)),
+    "dx_res_dtype_int8": (_dx(res_dtype="int8"), {""}, ("res_dtype", "dtype")),
 }
 
 

@@ -167,3 +167,36 @@ def test_int_data_is_exact_in_every_dtype():
     x = O.int_data(np.random.default_rng(0), (1000,))
     for dt in O.NP_DTYPES:
         assert np.array_equal(O.round_to(x, dt), x)
+
+
+@pytest.mark.parametrize("geo", [SMALL[1], O.Geometry(1, 20, 56, (2, 3, 2), (1, 2, 1), groups=4),
+                                 O.Geometry(1, 24, 24, (2, 2, 3), (1, 1, 2), groups=24)],
+                         ids=["g2", "mag4", "depthwise"])
+def test_checks_catch_stray_and_misplaced_entries(geo):
+    """check_dw / check_dx pass a perfect raw output and fail on a nonzero padding lane or
+    cross-group entry, and on swapped channels."""
+    rng = np.random.default_rng(8)
+    ref_w = rng.standard_normal(geo.w_shape)
+    raw = O.np_oidhw_to_fz3d(ref_w.astype(np.float32), geo.groups).reshape(geo.dw_out_shape())
+    O.check_dw(raw, ref_w, geo)
+    stray = raw.copy().reshape(O.np_shape_fz3d(geo.w_shape, geo.groups))
+    stray[tuple(np.argwhere(~O.fz3d_valid_mask(geo.w_shape, geo.groups))[-1])] = 1.0
+    with pytest.raises(AssertionError, match="not 0"):
+        O.check_dw(stray.reshape(geo.dw_out_shape()), ref_w, geo)
+    swapped = ref_w.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    raw_sw = O.np_oidhw_to_fz3d(swapped.astype(np.float32), geo.groups)
+    with pytest.raises(AssertionError, match="rel_err"):
+        O.check_dw(raw_sw.reshape(geo.dw_out_shape()), ref_w, geo)
+
+    ref_x = rng.standard_normal(geo.x_shape)
+    raw_x = O.np_ncdhw_to_6hd(ref_x.astype(np.float32)).reshape(geo.dx_out_shape())
+    O.check_dx(raw_x, ref_x, geo, "float32")
+    O.check_dx(raw_x.astype(np.float16), ref_x, geo, "float16")
+    bad = raw_x.copy()
+    bad[..., -1] = 2.0  # lane 15 of the last block is padding for Cin % 16 != 0
+    if geo.cin % 16:
+        with pytest.raises(AssertionError, match="not 0"):
+            O.check_dx(bad, ref_x, geo, "float32")
+    with pytest.raises(AssertionError):
+        O.check_dx(raw_x, ref_x, geo, "float16")  # wrong dtype

@@ -69,8 +69,8 @@ struct ParaDict {
   std::optional<std::string> res_dtype;
   std::string kernel_name;
   std::optional<std::map<std::string, int64_t>> group_dict;
-  /** tbex extension: the group count when no group_dict is given (TBE derives it from group_dict;
-   * otherwise groups = Cin / (Cin/groups of filter_size)). */
+  /** tbex extension: the group count. Without it, groups come from group_dict (cin_ori over the
+   * filter's Cin/groups), else 1. */
   std::optional<int64_t> groups;
 };
 

@@ -120,6 +120,10 @@ GroupDict resolve_groups(ConvGeometry& g, int64_t cin_pg, const ParaDict& para,
     user_check(groups > 0, "E60038", "groups", "groups must be > 0, got " + std::to_string(groups));
   if (!cin) cin = (groups > 0 ? groups : 1) * cin_pg;
   user_check(*cin > 0, "", cin_from.c_str(), "input channels must be > 0, got " + std::to_string(*cin));
+  // TBE's DSL carries groups only in group_dict (Cin over the filter's C, then checked against
+  // every key); without either, groups is 1 as in TBE's operators, so a filter C that disagrees
+  // with Cin is an error.
+  if (groups == 0 && !gd) groups = 1;
   if (groups == 0) {
     user_check(*cin % cin_pg == 0, "E60010", cin_from.c_str(),
                "Cin " + std::to_string(*cin) + " is not a multiple of the filter's channels " +
