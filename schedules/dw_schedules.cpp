@@ -126,9 +126,8 @@ class DwTiled final : public DwSchedule {
     intm.compute_at(body, tgi).vectorize(c0).unroll(n).unroll(kw);
     intm.update().reorder(c0, n, kw, rwo, rhoi).vectorize(c0).unroll(n).unroll(kw);
 
-    Var t_var = a.t;
-    Var tg("tg");
-    a.out.compute_root().vectorize(c0).fuse(t_var, g, tg).parallel(tg);
+    Var kdg("kdg");
+    a.out.compute_root().vectorize(c0).fuse(kd, g, kdg).parallel(kdg);
   }
 };
 
@@ -149,14 +148,14 @@ class DwDirect final : public DwSchedule {
     return "accumulator per output row (one tap), " + std::to_string(ctx.threads) + " threads over rows";
   }
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context&) const override {
-    // Not fused with g: bounds of t through a fused loop would cover every row.
-    // acc per single row t (its taps come from t by div/mod, whose bounds over a range of rows
-    // would span every tap). The update stays scalar: vectorized over c0 with x read in place
-    // (bounds-checked), Halide's code ran ~40x slower (measured on the kernel2 public case).
-    a.out.compute_root().parallel(a.t);
-    a.acc.compute_at(a.out, a.t).vectorize(a.c0);
+    // acc per (kh, c1g, kd, g): every kw x n x c0 entry of those taps. No fused loops: Halide
+    // recovers fused vars by div/mod, whose bounds it cannot narrow (acc would span every tap).
+    // The update stays scalar: vectorized over c0 with x read in place (bounds-checked),
+    // Halide's code ran far slower (measured on the kernel2 public case).
+    a.out.compute_root().parallel(a.kd);
+    a.acc.compute_at(a.out, a.kh).vectorize(a.c0);
     a.acc.update().unscheduled();
-    if (p.in_dtype != DType::kFloat32) a.dys.compute_root().vectorize(a.n, 16);
+    (void)p;  // dy read in place
   }
 };
 
@@ -172,7 +171,7 @@ class DwReference final : public DwSchedule {
     // accumulator is per output row, so huge outputs are not held twice.
     a.dys.compute_root();
     a.out.compute_root();
-    a.acc.compute_at(a.out, a.t);
+    a.acc.compute_at(a.out, a.kw);
   }
 };
 

@@ -4,6 +4,7 @@
  * threads), so the same problem never compiles twice in a process. Parallel loops run on tbex's
  * own pool (runtime/thread_pool), which keeps thread control identical for JIT and AOT kernels. */
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -34,7 +35,7 @@ int do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*, in
 halide_type_t buffer_type(DType t) {
   switch (t) {
     case DType::kFloat16: return halide_type_t(halide_type_float, 16);
-    case DType::kBFloat16: return halide_type_t(halide_type_bfloat, 16);
+    case DType::kBFloat16: return halide_type_t(halide_type_uint, 16);  // bits, as in ops/
     case DType::kFloat32: return halide_type_t(halide_type_float, 32);
   }
   throw InternalError("unknown DType");
@@ -80,11 +81,19 @@ struct BufferView {
     buf.dim = dims.data();
   }
 
-  /** dX: present the (N, D, C1, H*W, 16) output as 6HD (N, D, C1, H, W, 16) to the pipeline. */
-  void split_hw(int64_t H, int64_t W) {
-    halide_dimension_t hw = dims[1];
-    dims[1] = halide_dimension_t(0, (int32_t)W, hw.stride);
-    dims.insert(dims.begin() + 2, halide_dimension_t(0, (int32_t)H, (int32_t)(hw.stride * W)));
+  /** Presents dimension `i` (outermost-first index) as several, `extents` outermost first:
+   * dX's (N, D, C1, H*W, 16) output as 6HD, dW's (real_g, Kd*cin1_g*Kh*Kw, cout_g, 16) as 7-D. */
+  void split_dim(int i, const std::vector<int64_t>& extents) {
+    const int pos = (int)dims.size() - 1 - i;  // dims are innermost first
+    const int32_t stride = dims[pos].stride;
+    std::vector<halide_dimension_t> parts;
+    int64_t s = stride;
+    for (int k = (int)extents.size() - 1; k >= 0; --k) {
+      parts.push_back(halide_dimension_t(0, (int32_t)extents[k], (int32_t)s));
+      s *= extents[k];
+    }
+    dims.erase(dims.begin() + pos);
+    dims.insert(dims.begin() + pos, parts.begin(), parts.end());
     buf.dimensions = (int)dims.size();
     buf.dim = dims.data();
   }
@@ -100,6 +109,13 @@ class JitKernel final : public Kernel {
  public:
   JitKernel(Problem p, lower::Lowered lowered)
       : problem_(std::move(p)), schedule_(lowered.schedule) {
+    if (const char* dir = std::getenv("TBEX_DUMP_DIR")) {
+      // The lowered loop nest, for reading what a schedule did (knobs table: TBEX_DUMP_DIR).
+      lowered.pipeline.compile_to_lowered_stmt(std::string(dir) + "/" + problem_.canonical() + "." +
+                                                   schedule_ + ".stmt",
+                                               lowered.args, Halide::StmtOutputFormat::Text,
+                                               lower::host_target());
+    }
     callable_ = lowered.pipeline.compile_to_callable(lowered.args, lower::host_target());
   }
 
@@ -117,7 +133,11 @@ class JitKernel final : public Kernel {
     for (size_t i = 0; i < inputs.size(); ++i)
       views.emplace_back(inputs[i], input_name(problem_.op, i), shapes[i], dtypes[i]);
     views.emplace_back(output, "out", problem_.output_shape(), problem_.res_dtype);
-    if (problem_.op == OpKind::kBackpropInput) views.back().split_hw(problem_.geo.in[1], problem_.geo.in[2]);
+    const ConvGeometry& g = problem_.geo;
+    if (problem_.op == OpKind::kBackpropInput)
+      views.back().split_dim(3, {g.in[1], g.in[2]});
+    else
+      views.back().split_dim(1, {g.kernel[0], problem_.group.cin1_g, g.kernel[1], g.kernel[2]});
 
     CallContext ctx;
     ctx.handlers.custom_error = on_error;

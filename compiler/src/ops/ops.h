@@ -18,9 +18,9 @@ struct DwAlgorithm {
   Halide::Func xs{"xs"};        ///< (c0, wp, hp, c1g, dp, b, g) fp32, zero-padded by the pads
   Halide::Func dys{"dys"};       ///< (n, wo, ho, do, b, g)       fp32, channels of real group g
   Halide::Func acc{"acc"};       ///< (c0, n, kw, kh, c1g, kd, g) sum over r
-  Halide::Func out{"out"};       ///< (c0, n, t, g)               masked, t = ((kd*cin1_g+c1g)*Kh+kh)*Kw+kw
+  Halide::Func out{"out"};       ///< (c0, n, kw, kh, c1g, kd, g) masked; 7-D view of the 4-D dW
   Halide::RDom r;         ///< (wo, ho, do, b)
-  Halide::Var c0{"c0"}, n{"n"}, kw{"kw"}, kh{"kh"}, c1g{"c1g"}, kd{"kd"}, g{"g"}, t{"t"};
+  Halide::Var c0{"c0"}, n{"n"}, kw{"kw"}, kh{"kh"}, c1g{"c1g"}, kd{"kd"}, g{"g"};
   Halide::Var w{"w"}, h{"h"}, d{"d"}, b{"b"};
 };
 
@@ -42,11 +42,11 @@ struct DxAlgorithm {
 DwAlgorithm define_backprop_filter(const Problem& p);
 DxAlgorithm define_backprop_input(const Problem& p);
 
-/** fp16/bf16/fp32 -> fp32 and back (round to nearest even), with bf16 done on the bits. */
+/** fp16/bf16/fp32 -> fp32 and back (round to nearest even); bf16 travels as uint16 bits. */
 Halide::Expr to_f32(Halide::Expr v);
 Halide::Expr from_f32(Halide::Expr v, Halide::Type t);
 
-/** Halide element type of a tbex dtype. */
+/** Halide element type of a tbex dtype (bf16: UInt(16), its bits). */
 Halide::Type halide_type(DType t);
 
 /** Fixes every dimension of `ip` to `shape` (outermost first) with a dense innermost dim, so
