@@ -95,6 +95,13 @@ int64_t count(const std::vector<int64_t>& s) {
   return n;
 }
 
+ConvGeometry geometry(const Case& c) {
+  ConvGeometry g;
+  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
+  g.in = c.in; g.out = out_dims(c); g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
+  return g;
+}
+
 ParaDict para_for(const Case& c, bool dx) {
   ParaDict p;
   if (dx) {
@@ -128,9 +135,7 @@ class InputKernelTest : public ::testing::TestWithParam<Param> {};
 TEST_P(FilterKernelTest, MatchesReference) {
   const auto& [ci, dtype, schedule] = GetParam();
   const Case& c = kCases[ci];
-  ConvGeometry g;
-  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
-  g.in = c.in; g.out = out_dims(c); g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
+  const ConvGeometry g = geometry(c);
   const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
   const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
   auto x = random_eighths(count({xd.begin(), xd.end()}), 1 + ci);
@@ -160,9 +165,7 @@ TEST_P(FilterKernelTest, MatchesReference) {
 TEST_P(InputKernelTest, MatchesReference) {
   const auto& [ci, dtype, schedule] = GetParam();
   const Case& c = kCases[ci];
-  ConvGeometry g;
-  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
-  g.in = c.in; g.out = out_dims(c); g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
+  const ConvGeometry g = geometry(c);
   const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
   const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
   auto w = random_eighths(count({wd.begin(), wd.end()}), 7 + ci);
@@ -210,9 +213,7 @@ INSTANTIATE_TEST_SUITE_P(
 // dX with tensor_bias and the default float16 result: one rounding of the exact sum.
 TEST(KernelExtras, BackpropInputBiasAndFloat16Result) {
   const Case& c = kCases[2];
-  ConvGeometry g;
-  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = 1;
-  g.in = c.in; g.out = out_dims(c); g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
+  const ConvGeometry g = geometry(c);  // groups 1
   const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
   const Dims5 wd{g.cout, g.cin, g.kernel[0], g.kernel[1], g.kernel[2]};
   auto w = random_eighths(count({wd.begin(), wd.end()}), 11);
@@ -244,9 +245,7 @@ TEST(KernelExtras, BackpropInputBiasAndFloat16Result) {
 // Results do not depend on the thread count (tiles are split across threads, never a sum).
 TEST(KernelExtras, ThreadCountDoesNotChangeResults) {
   const Case& c = kCases[0];
-  ConvGeometry g;
-  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.in = c.in; g.out = out_dims(c); g.kernel = c.k;
-  g.pads = c.pads;
+  const ConvGeometry g = geometry(c);
   const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);

@@ -2,6 +2,7 @@
  *
  * Ascend hardware limits (stride <= 63, sizes <= 4096, pad < kernel, buffer sizes) are
  * deliberately not enforced: a CPU computes those problems. */
+#include <array>
 #include <climits>
 #include <sstream>
 
@@ -61,14 +62,38 @@ void check_bytes(const std::vector<int64_t>& shape, DType t, const char* param) 
   }
 }
 
-/** Strides, pads, dilations (each as D,H,W) shared by both ops. */
-void set_window(ConvGeometry& g, const std::vector<int64_t>& strides3,
-                const std::vector<int64_t>& pads, const std::vector<int64_t>& dil3) {
+/** Where D, H, W and N, C sit in a 5-int list: dW's dilations are N,D,C,H,W; dX's strides and
+ * dilations are N,D,H,W,C. */
+struct AxisOrder {
+  const char* name;
+  std::array<int, 3> dhw;
+  std::array<int, 2> nc;
+};
+constexpr AxisOrder kNDCHW{"N,D,C,H,W", {1, 3, 4}, {0, 2}};
+constexpr AxisOrder kNDHWC{"N,D,H,W,C", {1, 2, 3}, {0, 4}};
+
+/** para_dict's strides (3 ints D,H,W, or 5 in `order`), pads (6) and dilations (5 in `order`). */
+void parse_window(ConvGeometry& g, const ParaDict& para, const AxisOrder& order, bool five_strides) {
+  const auto strides = or_default(para.strides, std::vector<int64_t>(five_strides ? 5 : 3, 1));
+  const auto pads = or_default(para.pads, {0, 0, 0, 0, 0, 0});
+  const auto dil = or_default(para.dilations, {1, 1, 1, 1, 1});
+  const std::string where = std::string(" (positions ") + std::to_string(order.nc[0]) + " and " +
+                            std::to_string(order.nc[1]) + " of " + order.name + ") must be 1, got ";
+  check_len(strides, five_strides ? 5 : 3, "strides");
+  check_positive(strides, "strides");
+  if (five_strides)
+    user_check(strides[order.nc[0]] == 1 && strides[order.nc[1]] == 1, "", "strides",
+               "stride on N and C" + where + str(strides));
+  check_len(pads, 6, "pads");
+  check_len(dil, 5, "dilations");
+  user_check(dil[order.nc[0]] == 1 && dil[order.nc[1]] == 1, "E62510", "dilations",
+             "dilation on N and C" + where + str(dil));
+  check_positive(dil, "dilations");
   for (int i = 0; i < 6; ++i)
     user_check(pads[i] >= 0, "", "pads", "every pad must be >= 0, got " + str(pads));
   for (int i = 0; i < 3; ++i) {
-    g.stride[i] = strides3[i];
-    g.dilation[i] = dil3[i];
+    g.stride[i] = five_strides ? strides[order.dhw[i]] : strides[i];
+    g.dilation[i] = dil[order.dhw[i]];
   }
   for (int i = 0; i < 6; ++i) g.pads[i] = pads[i];
 }
@@ -178,16 +203,6 @@ Problem make_backprop_filter_problem(const std::vector<int64_t>& x_shape, DType 
              std::string("conv3d_backprop_filter computes float32, got ") + dtype_name(p.res_dtype));
   check_len(filter_size, 5, "filter_size");
   check_positive(filter_size, "filter_size");
-  const auto strides = or_default(para.strides, {1, 1, 1});
-  const auto pads = or_default(para.pads, {0, 0, 0, 0, 0, 0});
-  const auto dil = or_default(para.dilations, {1, 1, 1, 1, 1});
-  check_len(strides, 3, "strides");
-  check_positive(strides, "strides");
-  check_len(pads, 6, "pads");
-  check_len(dil, 5, "dilations");
-  user_check(dil[0] == 1 && dil[2] == 1, "E62510", "dilations",
-             "dilation on N and C (positions 0 and 2 of N,D,C,H,W) must be 1, got " + str(dil));
-  check_positive(dil, "dilations");
 
   ConvGeometry& g = p.geo;
   user_check(x_shape[0] == dy_shape[0], "E62503", "out_backprop",
@@ -202,7 +217,7 @@ Problem make_backprop_filter_problem(const std::vector<int64_t>& x_shape, DType 
     user_check(para.group_dict->at("cout_ori") == g.cout, "E60038", "group_dict['cout_ori']",
                "is " + std::to_string(para.group_dict->at("cout_ori")) +
                    " but filter_size gives Cout " + std::to_string(g.cout));
-  set_window(g, strides, pads, {dil[1], dil[3], dil[4]});
+  parse_window(g, para, kNDCHW, /*five_strides=*/false);
   p.group = resolve_groups(g, filter_size[2], para, std::nullopt);
   const bool cin_from_gd = !para.groups && para.group_dict && para.group_dict->count("cin_ori");
   user_check(g.cin1() == x_shape[2], "E60010", cin_from_gd ? "group_dict['cin_ori']" : "x",
@@ -237,18 +252,6 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
   check_positive(filter_size, "filter_size");
   check_len(input_size, 5, "input_size");
   check_positive(input_size, "input_size");
-  const auto strides = or_default(para.strides, {1, 1, 1, 1, 1});
-  const auto pads = or_default(para.pads, {0, 0, 0, 0, 0, 0});
-  const auto dil = or_default(para.dilations, {1, 1, 1, 1, 1});
-  check_len(strides, 5, "strides");
-  check_positive(strides, "strides");
-  user_check(strides[0] == 1 && strides[4] == 1, "", "strides",
-             "stride on N and C (positions 0 and 4 of N,D,H,W,C) must be 1, got " + str(strides));
-  check_len(pads, 6, "pads");
-  check_len(dil, 5, "dilations");
-  user_check(dil[0] == 1 && dil[4] == 1, "E62510", "dilations",
-             "dilation on N and C (positions 0 and 4 of N,D,H,W,C) must be 1, got " + str(dil));
-  check_positive(dil, "dilations");
 
   ConvGeometry& g = p.geo;
   user_check(input_size[0] == dy_shape[0], "E62503", "out_backprop",
@@ -259,7 +262,7 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
   g.out = {dy_shape[1], dy_shape[3], dy_shape[4]};
   g.kernel = {filter_size[2], filter_size[3], filter_size[4]};
   g.cout = filter_size[0];
-  set_window(g, {strides[1], strides[2], strides[3]}, pads, {dil[1], dil[2], dil[3]});
+  parse_window(g, para, kNDHWC, /*five_strides=*/true);
   p.group = resolve_groups(g, filter_size[1], para, input_size[4]);
   user_check(g.cout1() == dy_shape[2], "E62504", "out_backprop",
              "C1 " + std::to_string(dy_shape[2]) + " does not hold Cout " +
