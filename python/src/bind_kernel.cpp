@@ -110,22 +110,17 @@ TensorArg tensor_arg(pyb::handle obj, DType expected, const char* name, bool wri
                                 std::string(pyb::str(obj.get_type().attr("__name__"))));
 }
 
-const char* input_name(const Problem& p, size_t i) {
-  static const char* dw[] = {"x", "out_backprop"};
-  static const char* dx[] = {"filter", "out_backprop", "tensor_bias"};
-  return p.op == OpKind::kBackpropFilter ? dw[i] : dx[std::min<size_t>(i, 2)];
-}
-
 void run_kernel(const Kernel& k, const pyb::sequence& inputs, pyb::handle out) {
   const Problem& p = k.problem();
   const auto dtypes = p.input_dtypes();
+  const auto names = p.input_names();
   user_check(inputs.size() == dtypes.size(), "", "inputs",
              "expected " + std::to_string(dtypes.size()) + " inputs, got " +
                  std::to_string(inputs.size()));
   std::vector<DLPackHold> holds(inputs.size() + 1);
   std::vector<TensorArg> args;
   for (size_t i = 0; i < inputs.size(); ++i)
-    args.push_back(tensor_arg(inputs[i], dtypes[i], input_name(p, i), false, holds[i]));
+    args.push_back(tensor_arg(inputs[i], dtypes[i], names[i].c_str(), false, holds[i]));
   TensorArg o = tensor_arg(out, p.res_dtype, "out", true, holds.back());
   pyb::gil_scoped_release nogil;
   k.run(args, o);

@@ -55,6 +55,8 @@ struct Problem {
   /** Operand shapes in kernel argument order (inputs then output). */
   std::vector<std::vector<int64_t>> input_shapes() const;
   std::vector<DType> input_dtypes() const;
+  /** TBE names of the inputs, for error messages: x, out_backprop / filter, out_backprop[, tensor_bias]. */
+  std::vector<std::string> input_names() const;
   std::vector<int64_t> output_shape() const;
 
   /** benchdnn-style canonical string; equal strings mean identical kernels. */

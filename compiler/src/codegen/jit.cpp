@@ -99,12 +99,6 @@ struct BufferView {
   }
 };
 
-const char* input_name(OpKind op, size_t i) {
-  static const char* dw[] = {"x", "out_backprop"};
-  static const char* dx[] = {"filter", "out_backprop", "tensor_bias"};
-  return op == OpKind::kBackpropFilter ? dw[i] : dx[i];
-}
-
 class JitKernel final : public Kernel {
  public:
   JitKernel(Problem p, lower::Lowered lowered)
@@ -125,13 +119,14 @@ class JitKernel final : public Kernel {
   void run(const std::vector<TensorArg>& inputs, const TensorArg& output) const override {
     const auto shapes = problem_.input_shapes();
     const auto dtypes = problem_.input_dtypes();
+    const auto names = problem_.input_names();
     user_check(inputs.size() == shapes.size(), "", "inputs",
                "expected " + std::to_string(shapes.size()) + " inputs, got " +
                    std::to_string(inputs.size()));
     std::vector<BufferView> views;
     views.reserve(inputs.size() + 1);
     for (size_t i = 0; i < inputs.size(); ++i)
-      views.emplace_back(inputs[i], input_name(problem_.op, i), shapes[i], dtypes[i]);
+      views.emplace_back(inputs[i], names[i].c_str(), shapes[i], dtypes[i]);
     views.emplace_back(output, "out", problem_.output_shape(), problem_.res_dtype);
     const ConvGeometry& g = problem_.geo;
     if (problem_.op == OpKind::kBackpropInput)

@@ -45,6 +45,13 @@ std::vector<DType> Problem::input_dtypes() const {
   return t;
 }
 
+std::vector<std::string> Problem::input_names() const {
+  if (op == OpKind::kBackpropFilter) return {"x", "out_backprop"};
+  std::vector<std::string> n{"filter", "out_backprop"};
+  if (has_bias) n.push_back("tensor_bias");
+  return n;
+}
+
 std::vector<int64_t> Problem::output_shape() const {
   return op == OpKind::kBackpropFilter ? dw_shape() : dx_shape();
 }
