@@ -37,7 +37,10 @@ DwTiles choose_dw_tiles(const Problem& p, int threads) {
   // ~512 reduction points per chunk amortize loading/storing the tile, and a chunk's x/dy rows
   // fit in L2.
   t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / g.out[2]));
-  if (const char* e = getenv("TBEX_DW_TILE")) sscanf(e, "%d,%d,%d", &t.nt, &t.kwt, &t.ch);
+  if (const char* e = getenv("TBEX_DW_TILE")) {  // experiments only; must divide cout_g / Kw
+    sscanf(e, "%d,%d,%d", &t.nt, &t.kwt, &t.ch);
+    t.nt = std::max(t.nt, 1), t.kwt = std::max(t.kwt, 1), t.ch = std::max(t.ch, 1);
+  }
   t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
             g.kernel[0] * p.group.real_g;
   for (int i = 1; i < 3; ++i)

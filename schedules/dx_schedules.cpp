@@ -31,7 +31,10 @@ DxTiles choose_dx_tiles(const Problem& p) {
   // 16 zmm accumulators measured best (24 spills): CT channel blocks x QT positions.
   t.ct = largest_divisor_upto(g.cin1(), 4);
   t.qt = (int)std::max<int64_t>(1, std::min<int64_t>(16 / t.ct, qw_extent));
-  if (const char* e = getenv("TBEX_DX_TILE")) sscanf(e, "%d,%d", &t.qt, &t.ct);
+  if (const char* e = getenv("TBEX_DX_TILE")) {  // experiments only
+    sscanf(e, "%d,%d", &t.qt, &t.ct);
+    t.qt = std::max(t.qt, 1), t.ct = std::max(t.ct, 1);
+  }
   return t;
 }
 

@@ -20,7 +20,6 @@ PYBIND11_MODULE(_C, m) {
         PyErr_SetString(PyExc_ValueError, e.what());
         return;
       }
-      pyb::gil_scoped_acquire gil;
       pyb::object err = pyb::reinterpret_borrow<pyb::object>(user_error_type)(e.what(), e.code(), e.param());
       PyErr_SetObject(user_error_type.ptr(), err.ptr());
     } catch (const tbex::InternalError& e) {

@@ -157,12 +157,11 @@ void Kernel::run_dense(const std::vector<const void*>& inputs, void* output) con
   const Problem& p = problem();
   const auto shapes = p.input_shapes();
   const auto dtypes = p.input_dtypes();
-  std::vector<TensorArg> args;
-  for (size_t i = 0; i < inputs.size() && i < shapes.size(); ++i)
-    args.push_back(TensorArg{inputs[i], shapes[i], {}, dtypes[i]});
   user_check(inputs.size() == shapes.size(), "", "inputs",
              "expected " + std::to_string(shapes.size()) + " inputs, got " +
                  std::to_string(inputs.size()));
+  std::vector<TensorArg> args;
+  for (size_t i = 0; i < inputs.size(); ++i) args.push_back(TensorArg{inputs[i], shapes[i], {}, dtypes[i]});
   run(args, TensorArg{output, p.output_shape(), {}, p.res_dtype});
 }
 
