@@ -14,6 +14,11 @@ const std::vector<const DxSchedule*>& dx_registry() {
   return r;
 }
 
+const std::vector<const FwdSchedule*>& fwd_registry() {
+  static const std::vector<const FwdSchedule*> r{fwd_tiled_schedule(), fwd_reference_schedule()};
+  return r;
+}
+
 template <class S>
 static std::vector<std::string> names_of(const std::vector<const S*>& reg) {
   std::vector<std::string> out;
@@ -22,7 +27,12 @@ static std::vector<std::string> names_of(const std::vector<const S*>& reg) {
 }
 
 std::vector<std::string> registry_names(OpKind op) {
-  return op == OpKind::kBackpropFilter ? names_of(dw_registry()) : names_of(dx_registry());
+  switch (op) {
+    case OpKind::kBackpropFilter: return names_of(dw_registry());
+    case OpKind::kBackpropInput: return names_of(dx_registry());
+    case OpKind::kForward: return names_of(fwd_registry());
+  }
+  return {};
 }
 
 }  // namespace tbex::sched

@@ -29,18 +29,23 @@ class Schedule {
 
 using DwSchedule = Schedule<ops::DwAlgorithm>;
 using DxSchedule = Schedule<ops::DxAlgorithm>;
+using FwdSchedule = Schedule<ops::FwdAlgorithm>;
 
 const std::vector<const DwSchedule*>& dw_registry();
 const std::vector<const DxSchedule*>& dx_registry();
+const std::vector<const FwdSchedule*>& fwd_registry();
 
 /** Registry entries of one op, as names (best first). */
 std::vector<std::string> registry_names(OpKind op);
 
-// Factories, one per schedule family (defined in dw_schedules.cpp / dx_schedules.cpp).
+// Factories, one per schedule family (defined in dw_schedules.cpp / dx_schedules.cpp /
+// fwd_schedules.cpp).
 const DwSchedule* dw_tiled_schedule();
 const DwSchedule* dw_direct_schedule();
 const DwSchedule* dw_reference_schedule();
 const DxSchedule* dx_tiled_schedule();
 const DxSchedule* dx_reference_schedule();
+const FwdSchedule* fwd_tiled_schedule();
+const FwdSchedule* fwd_reference_schedule();
 
 }  // namespace tbex::sched

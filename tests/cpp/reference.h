@@ -1,6 +1,6 @@
 #pragma once
-// Naive float64 conv3d backprop in NCDHW, straight from the definition (SPEC sections 3 and 4),
-// used as the oracle of the C++ correctness tests.
+// Naive float64 conv3d (forward and both backprops) in NCDHW, straight from the definition (SPEC
+// sections 3 and 4), used as the oracle of the C++ correctness tests.
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -68,6 +68,21 @@ inline std::vector<double> ref_dx(const ConvGeometry& g, const std::vector<doubl
     dx[idx5(xs, b, cia, id, ih, iw)] += dy[idx5(ys, b, co, od, oh, ow)] * w[idx5(ws, co, ci, kd, kh, kw)];
   });
   return dx;
+}
+
+/** Forward y [N, Cout, Do, Ho, Wo] from x [N, Cin, D, H, W] and w [Cout, Cin/groups, Kd, Kh, Kw]. */
+inline std::vector<double> ref_fwd(const ConvGeometry& g, const std::vector<double>& x,
+                                   const std::vector<double>& w) {
+  std::array<int64_t, 5> xs{g.n, g.cin, g.in[0], g.in[1], g.in[2]};
+  std::array<int64_t, 5> ys{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  std::array<int64_t, 5> ws{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  std::vector<double> y(ys[0] * ys[1] * ys[2] * ys[3] * ys[4], 0.0);
+  for_each_term(g, [&](int64_t b, int64_t co, int64_t ci, int64_t cia, int64_t od, int64_t oh,
+                       int64_t ow, int64_t kd, int64_t kh, int64_t kw, int64_t id, int64_t ih,
+                       int64_t iw) {
+    y[idx5(ys, b, co, od, oh, ow)] += x[idx5(xs, b, cia, id, ih, iw)] * w[idx5(ws, co, ci, kd, kh, kw)];
+  });
+  return y;
 }
 
 }  // namespace tbex::test

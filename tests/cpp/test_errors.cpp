@@ -253,5 +253,79 @@ TEST(Errors, KernelRunChecksOperands) {
   expect_user_error([&] { k->run({xa, ya}, oa); }, "", "out");
 }
 
+// Forward conv: a hand-built ConvGeometry, checked like the TBE ops' arguments.
+ConvGeometry fwd_geometry() {
+  ConvGeometry g;
+  g.n = 1; g.cin = 16; g.cout = 32; g.groups = 1;
+  g.in = {8, 9, 10}; g.kernel = {3, 3, 3}; g.stride = {1, 2, 1};
+  g.pads = {1, 1, 1, 1, 1, 1};
+  g.out = {8, 5, 10};
+  return g;
+}
+
+TEST(Errors, ForwardBaselineIsValid) {
+  Problem p = make_forward_problem(fwd_geometry(), DType::kFloat16, DType::kFloat32);
+  EXPECT_EQ(p.output_shape(), (std::vector<int64_t>{1, 8, 2, 5, 10, 16}));
+}
+
+TEST(Errors, ForwardOutputSizeRule) {
+  const char* codes[3] = {"E60024", "E60025", "E62508"};
+  for (int i = 0; i < 3; ++i) {
+    ConvGeometry g = fwd_geometry();
+    g.out[i] += 1;
+    expect_user_error([&] { make_forward_problem(g, DType::kFloat32, DType::kFloat32); }, codes[i], "out");
+  }
+  ConvGeometry g = fwd_geometry();
+  g.out[1] = 9;  // the stride-1 size: stride 2 gives 5
+  try {
+    make_forward_problem(g, DType::kFloat32, DType::kFloat32);
+    ADD_FAILURE() << "no UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("is 9"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("give 5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Errors, ForwardKernelLargerThanPaddedInput) {
+  ConvGeometry g = fwd_geometry();
+  g.kernel[2] = 13;  // 10 + 1 + 1 = 12 < 13
+  expect_user_error([&] { make_forward_problem(g, DType::kFloat32, DType::kFloat32); }, "E62507", "kernel");
+}
+
+TEST(Errors, ForwardGroupsAndSizes) {
+  ConvGeometry g = fwd_geometry();
+  g.groups = 3;  // 16 % 3
+  expect_user_error([&] { make_forward_problem(g, DType::kFloat32, DType::kFloat32); }, "E60038", "groups");
+  g.groups = 0;
+  expect_user_error([&] { make_forward_problem(g, DType::kFloat32, DType::kFloat32); }, "E60038", "groups");
+  g = fwd_geometry();
+  g.pads[3] = -1;
+  expect_user_error([&] { make_forward_problem(g, DType::kFloat32, DType::kFloat32); }, "", "pads");
+  g = fwd_geometry();
+  g.cin = 0;
+  expect_user_error([&] { make_forward_problem(g, DType::kFloat32, DType::kFloat32); }, "", "shape");
+  g = fwd_geometry();
+  g.stride[0] = 0;
+  expect_user_error([&] { make_forward_problem(g, DType::kFloat32, DType::kFloat32); }, "", "strides");
+}
+
+TEST(Errors, ForwardKernelRunChecksOperands) {
+  auto k = compile(make_forward_problem(fwd_geometry(), DType::kFloat32, DType::kFloat32));
+  const Problem& p = k->problem();
+  std::vector<float> x(8 * 9 * 10 * 16), f(27 * 2 * 16 * 16), y(8 * 2 * 5 * 10 * 16);
+  TensorArg xa{x.data(), p.x_shape(), {}, DType::kFloat32}, fa{f.data(), p.filter_shape(), {}, DType::kFloat32};
+  TensorArg ya{y.data(), p.output_shape(), {}, DType::kFloat32};
+  k->run({xa, fa}, ya);  // valid
+  TensorArg bad_f = fa;
+  bad_f.shape[0] += 1;
+  expect_user_error([&] { k->run({xa, bad_f}, ya); }, "", "filter");
+  TensorArg bad_x = xa;
+  bad_x.dtype = DType::kFloat16;
+  expect_user_error([&] { k->run({bad_x, fa}, ya); }, "", "x");
+  TensorArg bad_y = ya;
+  bad_y.shape[2] = 1;
+  expect_user_error([&] { k->run({xa, fa}, bad_y); }, "", "out");
+}
+
 }  // namespace
 }  // namespace tbex

@@ -13,9 +13,15 @@
 
 #include "reference.h"
 #include "tbex/tbex.h"
+#include "test_util.h"
 
 namespace tbex {
 namespace {
+
+using test::count;
+using test::encode;
+using test::expect_close;
+using test::random_eighths;
 
 // Two threads whatever the machine, so the multi-thread paths (tile groups, reduction split)
 // are what these tests check.
@@ -50,51 +56,6 @@ std::array<int64_t, 3> out_dims(const Case& c) {
   return o;
 }
 
-std::vector<double> random_eighths(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(-8, 8);
-  std::vector<double> v(count);
-  for (auto& x : v) x = d(rng) / 8.0;
-  return v;
-}
-
-/** Values stored as `t`: 2-byte words for fp16/bf16, floats for fp32. */
-std::vector<uint8_t> encode(const std::vector<double>& v, DType t) {
-  std::vector<uint8_t> out(v.size() * dtype_size(t));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t == DType::kFloat32) {
-      float f = (float)v[i];
-      std::memcpy(&out[i * 4], &f, 4);
-    } else {
-      uint16_t h = t == DType::kFloat16 ? float_to_half((float)v[i]) : float_to_bf16((float)v[i]);
-      std::memcpy(&out[i * 2], &h, 2);
-    }
-  }
-  return out;
-}
-
-std::vector<double> decode(const std::vector<uint8_t>& b, DType t) {
-  std::vector<double> v(b.size() / dtype_size(t));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t == DType::kFloat32) {
-      float f;
-      std::memcpy(&f, &b[i * 4], 4);
-      v[i] = f;
-    } else {
-      uint16_t h;
-      std::memcpy(&h, &b[i * 2], 2);
-      v[i] = t == DType::kFloat16 ? half_to_float(h) : bf16_to_float(h);
-    }
-  }
-  return v;
-}
-
-int64_t count(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
-
 ConvGeometry geometry(const Case& c) {
   ConvGeometry g;
   g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
@@ -115,16 +76,6 @@ ParaDict para_for(const Case& c, bool dx) {
   p.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
   p.groups = c.groups;
   return p;
-}
-
-void expect_close(const std::vector<double>& got, const std::vector<double>& ref, double tol) {
-  ASSERT_EQ(got.size(), ref.size());
-  double max_ref = 0, max_err = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    max_ref = std::fmax(max_ref, std::fabs(ref[i]));
-    max_err = std::fmax(max_err, std::fabs(got[i] - ref[i]));
-  }
-  EXPECT_LE(max_err, tol * std::fmax(max_ref, 1e-30)) << "max abs error " << max_err << ", max |ref| " << max_ref;
 }
 
 using Param = std::tuple<int, DType, std::string>;

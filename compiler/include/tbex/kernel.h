@@ -30,8 +30,9 @@ class Kernel {
   virtual ~Kernel() = default;
   virtual const Problem& problem() const = 0;
   virtual const std::string& schedule_name() const = 0;
-  /** inputs: dW: {x, dy}; dX: {filter, dy} or {filter, dy, bias}. Shapes and dtypes are checked
-   * against the problem (UserError naming the operand otherwise). Thread-safe. */
+  /** inputs: dW: {x, dy}; dX: {filter, dy} or {filter, dy, bias}; forward: {x, filter}. Shapes
+   * and dtypes are checked against the problem (UserError naming the operand otherwise).
+   * Thread-safe. */
   virtual void run(const std::vector<TensorArg>& inputs, const TensorArg& output) const = 0;
   /** Same, for dense buffers laid out as problem() says. */
   void run_dense(const std::vector<const void*>& inputs, void* output) const;

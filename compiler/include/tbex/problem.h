@@ -1,6 +1,7 @@
 #pragma once
-/** Typed conv3d-backprop problems: what the frontend produces from TBE arguments and what every
- * later stage (ops, schedules, codegen) consumes. Nothing past the frontend sees a para_dict. */
+/** Typed conv3d problems (dW, dX and the forward conv): what the frontend produces from TBE
+ * arguments and what every later stage (ops, schedules, codegen) consumes. Nothing past the
+ * frontend sees a para_dict. */
 #include <array>
 #include <cstdint>
 #include <map>
@@ -13,8 +14,10 @@
 
 namespace tbex {
 
-enum class OpKind { kBackpropFilter, kBackpropInput };
-const char* op_name(OpKind op);  ///< "conv3d_backprop_filter" | "conv3d_backprop_input"
+/** kForward is the forward conv y = conv(x, W): the gradient w.r.t. the input of a transposed
+ * convolution. */
+enum class OpKind { kBackpropFilter, kBackpropInput, kForward };
+const char* op_name(OpKind op);  ///< "conv3d_backprop_filter" | "conv3d_backprop_input" | "conv3d"
 
 /** The convolution, in NCDHW terms, independent of which gradient is computed. */
 struct ConvGeometry {
@@ -37,8 +40,11 @@ struct ConvGeometry {
 struct Problem {
   OpKind op = OpKind::kBackpropFilter;
   ConvGeometry geo;
+  /** The filter packing's group_dict: derive_group_dict(Cin, Cout, groups) for dW and dX; for
+   * kForward derive_group_dict(Cout, Cin, groups), because its filter is the FRACTAL_Z_3D of the
+   * per-group transposed weight (see make_forward_problem). */
   GroupDict group;
-  DType in_dtype = DType::kFloat32;   ///< x and dy (dW), filter and dy (dX)
+  DType in_dtype = DType::kFloat32;   ///< x and dy (dW), filter and dy (dX), x and filter (forward)
   DType res_dtype = DType::kFloat32;  ///< output element type
   bool has_bias = false;              ///< dX only: tensor_bias (Cin values, float32 or in_dtype)
   DType bias_dtype = DType::kFloat32;
@@ -46,8 +52,8 @@ struct Problem {
 
   /** Shapes of the operands in TBE layouts (outermost first). */
   std::vector<int64_t> x_shape() const;       ///< 6HD (N, D, C1, H, W, 16)
-  std::vector<int64_t> dy_shape() const;      ///< 6HD (N, Do, Co1, Ho, Wo, 16)
-  std::vector<int64_t> filter_shape() const;  ///< FRACTAL_Z_3D (real_g*Kd*cin1_g*Kh*Kw, cout_g/16, 16, 16)
+  std::vector<int64_t> dy_shape() const;      ///< 6HD (N, Do, Co1, Ho, Wo, 16); also forward's y
+  std::vector<int64_t> filter_shape() const;  ///< FRACTAL_Z_3D (real_g*Kd*cin1_g*Kh*Kw, cout_g/16, 16, 16) of `group`
   std::vector<int64_t> dw_shape() const;      ///< (real_g, Kd*cin1_g*Kh*Kw, cout_g, 16)
   std::vector<int64_t> dx_shape() const;      ///< (N, D, C1, H*W, 16)
   std::vector<int64_t> bias_shape() const;    ///< (Cin,)
@@ -55,7 +61,8 @@ struct Problem {
   /** Operand shapes in kernel argument order (inputs then output). */
   std::vector<std::vector<int64_t>> input_shapes() const;
   std::vector<DType> input_dtypes() const;
-  /** TBE names of the inputs, for error messages: x, out_backprop / filter, out_backprop[, tensor_bias]. */
+  /** TBE names of the inputs, for error messages: x, out_backprop / filter, out_backprop[,
+   * tensor_bias] / x, filter. */
   std::vector<std::string> input_names() const;
   std::vector<int64_t> output_shape() const;
 
@@ -90,6 +97,19 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
                                     const std::vector<int64_t>& input_size, const ParaDict& para,
                                     const std::vector<int64_t>& bias_shape = {},
                                     DType bias_dtype = DType::kFloat32);
+
+/** The forward conv of `geo` (N, Cin, Cout, groups, in, out, kernel, stride, dilation, pads;
+ * out must follow the output size rule). Operands, in kernel argument order:
+ *  - x: 6HD (N, D, C1, H, W, 16), in_dtype;
+ *  - filter: in_dtype, the FRACTAL_Z_3D packing of the per-group transposed weight
+ *    T[g*cin_pg + i, o, k] = W[g*cout_pg + o, i, k], T = [Cin, Cout/groups, Kd, Kh, Kw]: exactly
+ *    oidhw_to_fz3d(T, {Cin, Cout/groups, Kd, Kh, Kw}, groups) (runtime/include/tbex/layout.h),
+ *    shape shape_fz3d of the same; output channels sit in the 16 innermost lanes;
+ *  - y (output): 6HD (N, Do, Co1, Ho, Wo, 16), res_dtype; lanes of channels >= Cout are 0.
+ * y[n, co, o] = sum over ci in co's group and taps k of x[n, ci, o*s + k*dil - pad_head] *
+ * W[co, ci - g*cin_pg, k], x zero outside its volume; fp32 accumulation. */
+Problem make_forward_problem(const ConvGeometry& geo, DType in_dtype, DType res_dtype,
+                             const std::string& kernel_name = "");
 
 /** Validates an already-built problem (what the two makers above end with). */
 void validate(const Problem& p);

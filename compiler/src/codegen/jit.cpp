@@ -129,9 +129,10 @@ class JitKernel final : public Kernel {
       views.emplace_back(inputs[i], names[i].c_str(), shapes[i], dtypes[i]);
     views.emplace_back(output, "out", problem_.output_shape(), problem_.res_dtype);
     const ConvGeometry& g = problem_.geo;
+    // dX and dW outputs as the kernel sees them; the forward's 6HD y needs no reshaping.
     if (problem_.op == OpKind::kBackpropInput)
       views.back().split_dim(3, {g.in[1], g.in[2]});
-    else
+    else if (problem_.op == OpKind::kBackpropFilter)
       views.back().split_dim(1, {g.kernel[0], problem_.group.cin1_g, g.kernel[1], g.kernel[2]});
 
     CallContext ctx;

@@ -6,7 +6,12 @@
 namespace tbex {
 
 const char* op_name(OpKind op) {
-  return op == OpKind::kBackpropFilter ? "conv3d_backprop_filter" : "conv3d_backprop_input";
+  switch (op) {
+    case OpKind::kBackpropFilter: return "conv3d_backprop_filter";
+    case OpKind::kBackpropInput: return "conv3d_backprop_input";
+    case OpKind::kForward: return "conv3d";
+  }
+  throw InternalError("unknown OpKind");
 }
 
 double ConvGeometry::flops() const {
@@ -34,6 +39,7 @@ std::vector<int64_t> Problem::bias_shape() const { return {geo.cin}; }
 
 std::vector<std::vector<int64_t>> Problem::input_shapes() const {
   if (op == OpKind::kBackpropFilter) return {x_shape(), dy_shape()};
+  if (op == OpKind::kForward) return {x_shape(), filter_shape()};
   std::vector<std::vector<int64_t>> s{filter_shape(), dy_shape()};
   if (has_bias) s.push_back(bias_shape());
   return s;
@@ -47,19 +53,26 @@ std::vector<DType> Problem::input_dtypes() const {
 
 std::vector<std::string> Problem::input_names() const {
   if (op == OpKind::kBackpropFilter) return {"x", "out_backprop"};
+  if (op == OpKind::kForward) return {"x", "filter"};
   std::vector<std::string> n{"filter", "out_backprop"};
   if (has_bias) n.push_back("tensor_bias");
   return n;
 }
 
 std::vector<int64_t> Problem::output_shape() const {
-  return op == OpKind::kBackpropFilter ? dw_shape() : dx_shape();
+  switch (op) {
+    case OpKind::kBackpropFilter: return dw_shape();
+    case OpKind::kBackpropInput: return dx_shape();
+    case OpKind::kForward: return dy_shape();
+  }
+  throw InternalError("unknown OpKind");
 }
 
 std::string Problem::canonical() const {
   const auto& g = geo;
   std::ostringstream s;
-  s << (op == OpKind::kBackpropFilter ? "dw" : "dx") << "_g" << g.groups << "mb" << g.n << "ic"
+  const char* tag = op == OpKind::kBackpropFilter ? "dw" : op == OpKind::kBackpropInput ? "dx" : "fwd";
+  s << tag << "_g" << g.groups << "mb" << g.n << "ic"
     << g.cin << "id" << g.in[0] << "ih" << g.in[1] << "iw" << g.in[2] << "oc" << g.cout << "od"
     << g.out[0] << "oh" << g.out[1] << "ow" << g.out[2] << "kd" << g.kernel[0] << "kh"
     << g.kernel[1] << "kw" << g.kernel[2] << "sd" << g.stride[0] << "sh" << g.stride[1] << "sw"

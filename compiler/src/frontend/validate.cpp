@@ -98,24 +98,29 @@ void parse_window(ConvGeometry& g, const ParaDict& para, const AxisOrder& order,
   for (int i = 0; i < 6; ++i) g.pads[i] = pads[i];
 }
 
-/** Dilated kernel fits the padded input, and the output size rule holds, per spatial dim. */
-void check_spatial(const ConvGeometry& g) {
+/** Dilated kernel fits the padded input, and the output size rule holds, per spatial dim.
+ * Errors name the caller's parameters: filter_size / out_backprop for dW and dX, the
+ * ConvGeometry fields kernel / out for the forward conv. */
+void check_spatial(const ConvGeometry& g, bool forward) {
+  const char* kernel_param = forward ? "kernel" : "filter_size";
+  const char* out_param = forward ? "out" : "out_backprop";
   for (int i = 0; i < 3; ++i) {
     const int64_t padded = g.in[i] + g.pads[2 * i] + g.pads[2 * i + 1];
     const int64_t dk = (g.kernel[i] - 1) * g.dilation[i] + 1;
     const std::string dim = kDimName[i];
-    user_check(dk <= padded, kKernelTooBig[i], "filter_size",
+    user_check(dk <= padded, kKernelTooBig[i], kernel_param,
                "dilated kernel " + dim + " (" + std::to_string(g.kernel[i]) + "-1)*" +
                    std::to_string(g.dilation[i]) + "+1 = " + std::to_string(dk) +
                    " exceeds the padded input " + dim + " " + std::to_string(g.in[i]) + "+" +
                    std::to_string(g.pads[2 * i]) + "+" + std::to_string(g.pads[2 * i + 1]) +
                    " = " + std::to_string(padded));
     const int64_t expect = (padded - dk) / g.stride[i] + 1;
-    user_check(g.out[i] == expect, kOutSizeRule[i], "out_backprop",
-               "out_backprop " + dim + " is " + std::to_string(g.out[i]) + " but the input " + dim +
-                   " " + std::to_string(g.in[i]) + ", pads " + std::to_string(g.pads[2 * i]) + "/" +
-                   std::to_string(g.pads[2 * i + 1]) + ", dilated kernel " + std::to_string(dk) +
-                   " and stride " + std::to_string(g.stride[i]) + " give " + std::to_string(expect));
+    user_check(g.out[i] == expect, kOutSizeRule[i], out_param,
+               std::string(out_param) + " " + dim + " is " + std::to_string(g.out[i]) +
+                   " but the input " + dim + " " + std::to_string(g.in[i]) + ", pads " +
+                   std::to_string(g.pads[2 * i]) + "/" + std::to_string(g.pads[2 * i + 1]) +
+                   ", dilated kernel " + std::to_string(dk) + " and stride " +
+                   std::to_string(g.stride[i]) + " give " + std::to_string(expect));
   }
 }
 
@@ -177,6 +182,27 @@ GroupDict resolve_groups(ConvGeometry& g, int64_t cin_pg, const ParaDict& para,
     }
   }
   return derived;
+}
+
+/** Every size, stride and dilation > 0 and every pad >= 0 (a hand-built geometry has not been
+ * through parse_window). */
+void check_geometry(const ConvGeometry& g) {
+  user_check(g.n > 0 && g.cin > 0 && g.cout > 0, "", "shape",
+             "N, Cin, Cout must be > 0, got N=" + std::to_string(g.n) + ", Cin=" +
+                 std::to_string(g.cin) + ", Cout=" + std::to_string(g.cout));
+  for (int i = 0; i < 3; ++i) {
+    user_check(g.in[i] > 0 && g.out[i] > 0 && g.kernel[i] > 0, "", "shape",
+               std::string("spatial sizes must be > 0 (dim ") + kDimName[i] + "), got input " +
+                   std::to_string(g.in[i]) + ", output " + std::to_string(g.out[i]) +
+                   ", kernel " + std::to_string(g.kernel[i]));
+    user_check(g.stride[i] > 0 && g.dilation[i] > 0, "", "strides",
+               std::string("strides and dilations must be > 0 (dim ") + kDimName[i] +
+                   "), got stride " + std::to_string(g.stride[i]) + ", dilation " +
+                   std::to_string(g.dilation[i]));
+  }
+  for (int i = 0; i < 6; ++i)
+    user_check(g.pads[i] >= 0, "", "pads",
+               "every pad must be >= 0, got " + str({g.pads.begin(), g.pads.end()}));
 }
 
 void check_dtypes(DType a, DType b, const char* a_name, const char* b_name) {
@@ -285,17 +311,29 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
   return p;
 }
 
+Problem make_forward_problem(const ConvGeometry& geo, DType in_dtype, DType res_dtype,
+                             const std::string& kernel_name) {
+  Problem p;
+  p.op = OpKind::kForward;
+  p.geo = geo;
+  p.in_dtype = in_dtype;
+  p.res_dtype = res_dtype;
+  p.kernel_name = kernel_name;
+  check_geometry(geo);
+  derive_group_dict(geo.cin, geo.cout, geo.groups);  // E60038, in the conv's own Cin/Cout terms
+  // The filter is the FRACTAL_Z_3D of the per-group transposed weight [Cin, Cout/groups, K...]:
+  // packed as a conv whose input channels are our Cout and output channels our Cin.
+  p.group = derive_group_dict(geo.cout, geo.cin, geo.groups);
+  validate(p);
+  return p;
+}
+
 void validate(const Problem& p) {
   const ConvGeometry& g = p.geo;
-  user_check(g.n > 0 && g.cin > 0 && g.cout > 0, "", "shape", "N, Cin, Cout must be > 0");
-  for (int i = 0; i < 3; ++i) {
-    user_check(g.in[i] > 0 && g.out[i] > 0 && g.kernel[i] > 0, "", "shape",
-               std::string("spatial sizes must be > 0 (dim ") + kDimName[i] + ")");
-    user_check(g.stride[i] > 0 && g.dilation[i] > 0, "", "strides",
-               "strides and dilations must be > 0");
-  }
-  check_spatial(g);
-  const GroupDict want = derive_group_dict(g.cin, g.cout, g.groups);
+  check_geometry(g);
+  check_spatial(g, p.op == OpKind::kForward);
+  GroupDict want = derive_group_dict(g.cin, g.cout, g.groups);
+  if (p.op == OpKind::kForward) want = derive_group_dict(g.cout, g.cin, g.groups);
   internal_check(want == p.group, "group_dict out of sync with the geometry");
   for (const auto& s : p.input_shapes()) check_bytes(s, DType::kFloat32, "shape");
   check_bytes(p.output_shape(), DType::kFloat32, "shape");

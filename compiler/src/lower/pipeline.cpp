@@ -73,6 +73,16 @@ Lowered lower(const Problem& p, const std::string& schedule, int threads) {
     out.schedule_detail = s->describe(p, ctx);
     out.pipeline = Halide::Pipeline(a.out);
     out.args = {a.x, a.dy};
+  } else if (p.op == OpKind::kForward) {
+    ops::FwdAlgorithm a = ops::define_forward(p);
+    if (log_lower) log::print("lower", "define forward: " + std::to_string(ms_since(t0)) + " ms");
+    const sched::FwdSchedule* s = choose(sched::fwd_registry(), p, schedule);
+    t0 = Clock::now();
+    s->apply(a, p, ctx);
+    out.schedule = s->name();
+    out.schedule_detail = s->describe(p, ctx);
+    out.pipeline = Halide::Pipeline(a.out);
+    out.args = {a.x, a.filter};
   } else {
     ops::DxAlgorithm a = ops::define_backprop_input(p);
     if (log_lower) log::print("lower", "define dX: " + std::to_string(ms_since(t0)) + " ms");
@@ -92,8 +102,12 @@ Lowered lower(const Problem& p, const std::string& schedule, int threads) {
 }
 
 std::vector<std::pair<std::string, std::string>> explain(const Problem& p) {
-  return p.op == OpKind::kBackpropFilter ? explain_list(sched::dw_registry(), p)
-                                         : explain_list(sched::dx_registry(), p);
+  switch (p.op) {
+    case OpKind::kBackpropFilter: return explain_list(sched::dw_registry(), p);
+    case OpKind::kBackpropInput: return explain_list(sched::dx_registry(), p);
+    case OpKind::kForward: return explain_list(sched::fwd_registry(), p);
+  }
+  throw InternalError("unknown OpKind");
 }
 
 }  // namespace tbex::lower

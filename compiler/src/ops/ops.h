@@ -1,10 +1,12 @@
 #pragma once
-/** The algorithms of dW and dX as Halide Funcs, with no scheduling.
+/** The algorithms of dW, dX and the forward conv as Halide Funcs, with no scheduling.
  *
- * Both are defined in the "real group" frame of SPEC section 2: 6HD channel block c1 of real group
- * g is block g*cin1_g + c1g, and output channel n of real group g is channel g*cout_g + n. Grouped
- * problems are computed densely per real group; cross-group and padding entries are masked to
- * exactly 0 (dW: in the output stage; dX: in the staged weights).
+ * All are defined in the "real group" frame of SPEC section 2: 6HD channel block c1 of real group
+ * g is block g*cin1_g + c1g, and output channel n of real group g is channel g*cout_g + n (for the
+ * forward conv, whose filter packs the transposed weight, the roles swap: its output channels are
+ * the packing's cin1_g blocks, its input channels the packing's cout_g). Grouped problems are
+ * computed densely per real group; cross-group and padding entries are masked to exactly 0 (dW:
+ * in the output stage; dX and forward: in the staged weights).
  *
  * Halide dimension order is innermost first; the comments give it. */
 #include "Halide.h"
@@ -39,8 +41,23 @@ struct DxAlgorithm {
       b{"b"}, n{"n"}, kw{"kw"}, kh{"kh"}, kd{"kd"}, g{"g"}, w{"w"}, h{"h"}, d{"d"}, c1g{"c1g"};
 };
 
+/** The forward conv as a GEMM per real group: M = output positions, N = output channels (c0, c1),
+ * K = input channels n x taps. */
+struct FwdAlgorithm {
+  Halide::ImageParam x;       ///< (c0, w, h, c1, d, b)      6HD input
+  Halide::ImageParam filter;  ///< (c0, n0, n1, row)  FRACTAL_Z_3D of the transposed weight, row = ((g*Kd+kd)*cin1_g+c1g)*Kh*Kw + kh*Kw + kw
+  Halide::Func wz{"wz"};            ///< (c0, c1g, n, kw, kh, kd, g) fp32, zero outside the group
+  Halide::Func xs{"xs"};            ///< (n, w, h, d, b, g) fp32 in the padded frame (w = input w + left pad), zero outside x
+  Halide::Func acc{"acc"};          ///< (c0, wo, ho, c1, od, b) sum over r
+  Halide::Func out{"out"};          ///< (c0, wo, ho, c1, od, b) 6HD y, res_dtype, 0 in padding lanes
+  Halide::RDom r;             ///< (n, kw, kh, kd)
+  Halide::Var c0{"c0"}, wo{"wo"}, ho{"ho"}, c1{"c1"}, od{"od"}, b{"b"}, n{"n"}, kw{"kw"},
+      kh{"kh"}, kd{"kd"}, g{"g"}, w{"w"}, h{"h"}, d{"d"}, c1g{"c1g"};
+};
+
 DwAlgorithm define_backprop_filter(const Problem& p);
 DxAlgorithm define_backprop_input(const Problem& p);
+FwdAlgorithm define_forward(const Problem& p);
 
 /** fp16/bf16/fp32 -> fp32 and back (round to nearest even); bf16 travels as uint16 bits. */
 Halide::Expr to_f32(Halide::Expr v);

@@ -1,0 +1,72 @@
+#pragma once
+// Helpers shared by the kernel correctness tests: exact test data, dtype encoding, comparison.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "tbex/tbex.h"
+
+namespace tbex::test {
+
+/** Multiples of 1/8 in [-1, 1]: exact in fp16, bf16 and fp32, with exact fp32 partial sums in
+ * the tests' small problems. */
+inline std::vector<double> random_eighths(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-8, 8);
+  std::vector<double> v(count);
+  for (auto& x : v) x = d(rng) / 8.0;
+  return v;
+}
+
+/** Values stored as `t`: 2-byte words for fp16/bf16, floats for fp32. */
+inline std::vector<uint8_t> encode(const std::vector<double>& v, DType t) {
+  std::vector<uint8_t> out(v.size() * dtype_size(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::kFloat32) {
+      float f = (float)v[i];
+      std::memcpy(&out[i * 4], &f, 4);
+    } else {
+      uint16_t h = t == DType::kFloat16 ? float_to_half((float)v[i]) : float_to_bf16((float)v[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+inline std::vector<double> decode(const std::vector<uint8_t>& b, DType t) {
+  std::vector<double> v(b.size() / dtype_size(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::kFloat32) {
+      float f;
+      std::memcpy(&f, &b[i * 4], 4);
+      v[i] = f;
+    } else {
+      uint16_t h;
+      std::memcpy(&h, &b[i * 2], 2);
+      v[i] = t == DType::kFloat16 ? half_to_float(h) : bf16_to_float(h);
+    }
+  }
+  return v;
+}
+
+inline int64_t count(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+/** max |got - ref| <= tol * max |ref|. */
+inline void expect_close(const std::vector<double>& got, const std::vector<double>& ref, double tol) {
+  ASSERT_EQ(got.size(), ref.size());
+  double max_ref = 0, max_err = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_ref = std::fmax(max_ref, std::fabs(ref[i]));
+    max_err = std::fmax(max_err, std::fabs(got[i] - ref[i]));
+  }
+  EXPECT_LE(max_err, tol * std::fmax(max_ref, 1e-30)) << "max abs error " << max_err << ", max |ref| " << max_ref;
+}
+
+}  // namespace tbex::test
