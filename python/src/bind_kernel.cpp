@@ -41,13 +41,6 @@ struct DLManagedTensor {
 };
 constexpr int kDLCPU = 1, kDLFloat = 2, kDLBfloat = 4, kDLInt = 0, kDLUInt = 1;
 
-/** Keeps a DLPack producer's memory alive for the duration of one call. */
-struct DLPackHold {
-  DLManagedTensor* mt = nullptr;
-  ~DLPackHold() {
-    if (mt && mt->deleter) mt->deleter(mt);
-  }
-};
 
 std::string dtype_of(const pyb::array& a) {
   return pyb::str(a.dtype().attr("name"));
@@ -73,6 +66,13 @@ DType resolve_dlpack(const DLDataType& t, DType expected, const char* name) {
     return expected;
   throw UserError("", name, "DLPack dtype (code " + std::to_string(t.code) + ", bits " +
                                 std::to_string(t.bits) + ") is not float16, bfloat16 or float32");
+}
+
+}  // namespace
+
+DLPackHold::~DLPackHold() {
+  auto* m = static_cast<DLManagedTensor*>(mt);
+  if (m && m->deleter) m->deleter(m);
 }
 
 /** A TensorArg over a numpy array or a DLPack tensor (CPU). */
@@ -109,6 +109,8 @@ TensorArg tensor_arg(pyb::handle obj, DType expected, const char* name, bool wri
   throw UserError("", name, "expected a numpy array or a DLPack tensor, got " +
                                 std::string(pyb::str(obj.get_type().attr("__name__"))));
 }
+
+namespace {
 
 void run_kernel(const Kernel& k, const pyb::sequence& inputs, pyb::handle out) {
   const Problem& p = k.problem();

@@ -29,4 +29,5 @@ PYBIND11_MODULE(_C, m) {
   tbex::py::define_layout(m);
   tbex::py::define_problem(m);
   tbex::py::define_kernel(m);
+  tbex::py::define_conv_backward(m);
 }

@@ -1,0 +1,113 @@
+"""``tbex.convolution_backward``: PyTorch's ``aten.convolution_backward`` on tbex's kernels.
+
+Same arguments, same results: 1D / 2D / 3D convolutions (NCL / NCHW / NCDHW, by the rank of
+``input``), groups, strides, dilations, transposed convolutions with ``output_padding``, and
+an ``output_mask`` that computes only what is asked. numpy arrays in give numpy arrays out;
+DLPack tensors (torch) in give tensors of the same library out. The native half is the same
+engine as the ``aclnnConvolutionBackward`` C API.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Optional, Sequence
+
+import numpy as np
+
+from . import _C
+from .errors import UserError
+from .tvm import normalize_dtype
+
+__all__ = ["convolution_backward"]
+
+_PLANS: "OrderedDict[tuple, object]" = OrderedDict()
+_PLAN_CACHE_SIZE = 128
+
+
+def _dtype_name(t, param: str) -> str:
+    dtype = str(getattr(t, "dtype", "")).replace("torch.", "")
+    return normalize_dtype(dtype, param)
+
+
+def _ints(v, param: str, allow_none: bool = False):
+    if v is None and allow_none:
+        return None
+    if isinstance(v, (int, np.integer)):
+        return [int(v)]
+    try:
+        return [int(x) for x in v]
+    except TypeError:
+        raise UserError(f"{param}: expected a sequence of ints, got {v!r}", "", param) from None
+
+
+def _is_torch(t) -> bool:
+    return type(t).__module__.startswith("torch")
+
+
+def _check_data(t, param: str):
+    if isinstance(t, np.ndarray) or hasattr(t, "__dlpack__"):
+        return
+    raise UserError(f"{param}: expected a numpy array or a DLPack tensor, got {type(t).__name__}",
+                    "", param)
+
+
+def _plan(key):
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _C.conv_backward_plan(*key)
+        _PLANS[key] = plan
+        if len(_PLANS) > _PLAN_CACHE_SIZE:
+            _PLANS.popitem(last=False)
+    else:
+        _PLANS.move_to_end(key)
+    return plan
+
+
+def _empty_like_kind(ref, shape, dtype: str):
+    if _is_torch(ref):
+        import torch
+        return torch.empty(tuple(shape), dtype=getattr(torch, dtype))
+    if dtype == "bfloat16":
+        import ml_dtypes
+        return np.empty(shape, ml_dtypes.bfloat16)
+    return np.empty(shape, np.dtype(dtype))
+
+
+def convolution_backward(grad_output, input, weight, bias_sizes: Optional[Sequence[int]],
+                         stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                         transposed: bool, output_padding: Sequence[int], groups: int,
+                         output_mask: Sequence[bool], *, cube_math_type: int = 0):
+    """Gradients of a convolution, as ``torch.ops.aten.convolution_backward``.
+
+    Returns ``(grad_input, grad_weight, grad_bias)``, with ``None`` where ``output_mask`` is
+    false. Dtypes: float32, float16, bfloat16; ``grad_input`` takes the wider of ``input``'s and
+    ``grad_output``'s dtypes (fp16 with bf16 gives float32), ``grad_weight`` the wider of
+    ``weight``'s and ``grad_output``'s, ``grad_bias`` ``grad_output``'s. Accumulation is fp32.
+    ``cube_math_type`` is aclnn's (0 KEEP_DTYPE, 1 ALLOW_FP32_DOWN_PRECISION: both compute from
+    the given values; 2 USE_FP16: inputs rounded to fp16 first; 3 USE_HF32: fp32 inputs rounded
+    to HF32 first). 2D ``padding`` may have 4 values (top, bottom, left, right).
+    """
+    for t, name in ((grad_output, "grad_output"), (input, "input"), (weight, "weight")):
+        _check_data(t, name)
+    mask = [bool(m) for m in output_mask]
+    if len(mask) != 3:
+        raise UserError(f"output_mask: expected 3 values, got {len(mask)}", "", "output_mask")
+    key = (
+        tuple(int(s) for s in grad_output.shape), _dtype_name(grad_output, "grad_output"),
+        tuple(int(s) for s in input.shape), _dtype_name(input, "input"),
+        tuple(int(s) for s in weight.shape), _dtype_name(weight, "weight"),
+        None if bias_sizes is None else tuple(_ints(bias_sizes, "bias_sizes")),
+        tuple(_ints(stride, "stride")), tuple(_ints(padding, "padding")),
+        tuple(_ints(dilation, "dilation")), bool(transposed),
+        tuple(_ints(output_padding, "output_padding") or ()), int(groups), tuple(mask),
+        int(cube_math_type),
+    )
+    plan = _plan(key)
+    outs = []
+    for i in range(3):
+        if mask[i]:
+            shape, dtype = plan.output_spec(i)
+            outs.append(_empty_like_kind(input, shape, dtype))
+        else:
+            outs.append(None)
+    plan.run(grad_output, input, weight, *outs)
+    return tuple(outs)
