@@ -147,6 +147,7 @@ void define_kernel(pyb::module_& m) {
   m.def("schedule_names", [](const std::string& op) {
     if (op == "conv3d_backprop_filter") return schedule_names(OpKind::kBackpropFilter);
     if (op == "conv3d_backprop_input") return schedule_names(OpKind::kBackpropInput);
+    if (op == "conv3d") return schedule_names(OpKind::kForward);
     throw UserError("", "op", "unknown op '" + op + "'");
   });
   m.def("set_num_threads", &set_num_threads, pyb::arg("n"));

@@ -8,12 +8,15 @@ environment variable   meaning                                      programmatic
 ``TBEX_LOG``           comma-separated log topics printed to         (environment only)
                        stderr: ``dispatch`` (which schedule each
                        kernel uses and why the others do not),
-                       ``lower`` (stage times), ``all``
+                       ``lower`` (stage times), ``conv`` (time of
+                       each step of convolution_backward: packing,
+                       kernels, unpacking), ``all``
 ``TBEX_DUMP_DIR``      write each compiled kernel's lowered Halide   (environment only)
                        loop nest to ``DIR/<problem>.<schedule>.stmt``
 ``TBEX_DW_TILE``,      override the register tile of ``dw_tiled``    (environment only)
-``TBEX_DX_TILE``       (``nt,kwt,ch``) / ``dx_tiled`` (``qt,ct``),
-                       for tiling experiments
+``TBEX_DX_TILE``,      (``nt,kwt,ch``) / ``dx_tiled`` (``qt,ct``) /
+``TBEX_FWD_TILE``      ``fwd_tiled`` (``qt,ct``), for tiling
+                       experiments
 =====================  ===========================================  =======================
 
 ``threads(n)`` is a scoped override: ``with tbex.knobs.threads(1): ...``.

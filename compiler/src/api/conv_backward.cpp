@@ -19,8 +19,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 
+#include <chrono>
+
+#include "lower/log.h"
 #include "tbex/errors.h"
 #include "tbex/kernel.h"
 #include "tbex/layout.h"
@@ -136,6 +140,8 @@ class Plan final : public ConvBackwardPlan {
   uint64_t off_dx_go_ = 0, off_dx_w_ = 0, off_dx_out_ = 0;
   uint64_t off_dw_go_ = 0, off_dw_in_ = 0, off_dw_out_ = 0;
   bool share_go_ = false;
+  mutable std::mutex ws_mu_;
+  mutable std::unique_ptr<uint8_t[]> ws_cache_;
 };
 
 void Plan::validate_args() {
@@ -435,12 +441,22 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
   static const char* kOut[3] = {"grad_input", "grad_weight", "grad_bias"};
   for (int i = 0; i < 3; ++i)
     if (a.output_mask[i]) out[i] = view_of(outs[i], kOut[i], spec_[i].shape, spec_[i].dtype);
-  std::vector<uint8_t> own;
+  // Without a caller workspace, the plan's own buffer is reused (its pages stay mapped across
+  // calls, e.g. a training loop); a concurrent run of the same plan allocates a fresh one.
+  std::unique_ptr<uint8_t[]> fresh;
+  std::unique_lock<std::mutex> ws_lock(ws_mu_, std::defer_lock);
   uint8_t* ws = static_cast<uint8_t*>(workspace);
   if (workspace_ > 0) {
     if (ws == nullptr) {
-      own.resize(workspace_ + 64);
-      ws = own.data() + (64 - reinterpret_cast<uintptr_t>(own.data()) % 64) % 64;
+      uint8_t* base;
+      if (ws_lock.try_lock()) {
+        if (!ws_cache_) ws_cache_.reset(new uint8_t[workspace_ + 64]);
+        base = ws_cache_.get();
+      } else {
+        fresh.reset(new uint8_t[workspace_ + 64]);
+        base = fresh.get();
+      }
+      ws = base + (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
     } else {
       check(workspace_size >= workspace_, "workspace",
             "size " + std::to_string(workspace_size) + " is smaller than the " +
@@ -448,6 +464,17 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     }
   }
   const PackRound round = a.cube_math_type == 3 ? PackRound::kHf32 : PackRound::kNone;
+  // TBEX_LOG=conv: time of each step (how much the layout conversion costs next to the kernels).
+  const bool timed = log::enabled("conv");
+  auto t = std::chrono::steady_clock::now();
+  std::string steps;
+  auto step = [&](const char* name) {
+    if (!timed) return;
+    const auto now = std::chrono::steady_clock::now();
+    steps += std::string(steps.empty() ? "" : ", ") + name + " " +
+             std::to_string(std::chrono::duration<double, std::milli>(now - t).count()) + " ms";
+    t = now;
+  };
   const int64_t groups = a.groups;
 
   if (geo_.n == 0) {
@@ -463,6 +490,7 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     pack_fz3d(w, groups, /*transpose_groups=*/a.transposed, wbuf, dx_.compute, round);
     // dX reads grad_output as C's dy; the forward conv reads it as C's input x.
     pack_6hd(go, gobuf, dx_.compute, round);
+    step("pack grad_output+weight");
     const auto ins = p.input_shapes();
     std::vector<TensorArg> args;
     if (!a.transposed)
@@ -470,7 +498,9 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     else
       args = {TensorArg{gobuf, ins[0], {}, dx_.compute}, TensorArg{wbuf, ins[1], {}, dx_.compute}};
     dx_.kernel->run(args, TensorArg{obuf, p.output_shape(), {}, spec_[0].dtype});
+    step(a.transposed ? "conv3d kernel" : "dX kernel");
     unpack_6hd(obuf, spec_[0].dtype, out[0]);
+    step("unpack grad_input");
   }
   if (dw_.kernel) {
     const Problem& p = dw_.kernel->problem();
@@ -479,14 +509,21 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     void* obuf = ws + off_dw_out_;
     if (!share_go_) pack_6hd(go, gobuf, dw_.compute, round);
     pack_6hd(in, inbuf, dw_.compute, round);
+    step(share_go_ ? "pack input" : "pack input+grad_output");
     void* xbuf = a.transposed ? gobuf : inbuf;
     void* dybuf = a.transposed ? inbuf : gobuf;
     dw_.kernel->run({TensorArg{xbuf, p.x_shape(), {}, dw_.compute},
                      TensorArg{dybuf, p.dy_shape(), {}, dw_.compute}},
                     TensorArg{obuf, p.output_shape(), {}, DType::kFloat32});
+    step("dW kernel");
     unpack_fz3d(obuf, DType::kFloat32, groups, out[1]);
+    step("unpack grad_weight");
   }
-  if (a.output_mask[2]) bias_sum(go, out[2]);
+  if (a.output_mask[2]) {
+    bias_sum(go, out[2]);
+    step("grad_bias");
+  }
+  if (timed) log::print("conv", describe() + ": " + steps);
 }
 
 }  // namespace
