@@ -88,6 +88,9 @@ def convolution_backward(grad_output, input, weight, bias_sizes: Optional[Sequen
     """
     for t, name in ((grad_output, "grad_output"), (input, "input"), (weight, "weight")):
         _check_data(t, name)
+    # DLPack refuses tensors that require grad; they are only read here.
+    grad_output, input, weight = (t.detach() if getattr(t, "requires_grad", False) else t
+                                  for t in (grad_output, input, weight))
     mask = [bool(m) for m in output_mask]
     if len(mask) != 3:
         raise UserError(f"output_mask: expected 3 values, got {len(mask)}", "", "output_mask")
