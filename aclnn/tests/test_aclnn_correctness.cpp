@@ -156,6 +156,10 @@ std::vector<Case> cases() {
   v.push_back(make("transposed3d_dil2_bf16",
                    transposed(conv({2, 4, 3, 3, 4}, {4, 2, 2, 2, 3}, {1, 2, 2}, {1, 0, 2}, {2, 1, 2}), {0, 1, 0}),
                    ACL_BF16));
+  v.push_back(make("transposed2d_pad4_f32",
+                   transposed(conv({1, 4, 5, 6}, {4, 2, 3, 3}, {2, 2}, {1, 0, 0, 2}, {1, 1}), {1, 0})));
+  v.push_back(make("transposed1d_groups4_dil3_f16",
+                   transposed(conv({2, 8, 7}, {8, 3, 3}, {3}, {2}, {3}, 4), {2}), ACL_FLOAT16));
   v.push_back(strided("strided3d_f32", kConv3d, ACL_FLOAT));
   v.push_back(strided("strided3d_f16", kConv3d, ACL_FLOAT16));
   v.push_back(strided("strided2d_groups_bf16", conv({2, 6, 7, 7}, {9, 2, 3, 3}, {2, 1}, {1, 1}, {1, 1}, 3), ACL_BF16));

@@ -2,6 +2,8 @@
 // thread, return at once, and are complete after aclrtSynchronizeStream / aclrtDestroyStream.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "aclnn_test_util.h"
 
 namespace aclnn_test {
@@ -92,6 +94,21 @@ TEST(AclnnStream, TwoStreamsRunIndependently) {
   jb.check();
   EXPECT_EQ(aclrtDestroyStream(a), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtDestroyStream(b), ACLNN_SUCCESS);
+}
+
+// Plans and synchronous runs from several threads at once (the API keeps no global call state
+// beyond the registries and the per-thread message).
+TEST(AclnnThreads, ConcurrentCallers) {
+  std::vector<std::unique_ptr<Job>> jobs(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&jobs, t] {
+      jobs[t] = t % 2 ? std::make_unique<Job>(std::vector<int64_t>{1, 8, 3, 9, 7}, std::vector<int64_t>{4, 8, 2, 3, 3}, 20 + t)
+                      : std::make_unique<Job>(std::vector<int64_t>{2, 4, 4, 6, 5}, std::vector<int64_t>{6, 4, 3, 2, 3}, 20 + t);
+      EXPECT_EQ(jobs[t]->run(nullptr), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+    });
+  for (auto& th : threads) th.join();
+  for (auto& j : jobs) j->check();
 }
 
 TEST(AclnnStream, HandleErrors) {
