@@ -31,7 +31,7 @@ enum class CubeMath : int {
   kKeepDtype = 0,               ///< compute from the inputs' own values (fp32 accumulation)
   kAllowFp32DownPrecision = 1,  ///< CPU: same as kKeepDtype (fp32 is the fast path here)
   kUseFp16 = 2,                 ///< fp32/bf16 inputs are rounded to fp16 before the products
-  kUseHf32 = 3,                 ///< fp32 inputs are rounded to HF32 (10-bit mantissa) first
+  kUseHf32 = 3,                 ///< fp32 inputs are rounded to HF32 (11-bit mantissa) first
 };
 
 /** Shape and dtype of one output as the caller supplies it (checked by make()). */

@@ -163,9 +163,9 @@ void Plan::validate_args() {
     check(go[i] > 0 || (i == 0 && go[i] == 0 && in[0] == 0), "grad_output",
           "every dim must be > 0 (N may be 0 only with input's N), got shape " + str(go));
     check(w[i] > 0, "weight", "every dim must be > 0, got shape " + str(w));
-    check(in[i] <= INT32_MAX && go[i] <= INT32_MAX && w[i] <= INT32_MAX, "input",
-          "dims must be < 2^31 (input " + str(in) + ", grad_output " + str(go) + ", weight " +
-              str(w) + ")");
+    check(in[i] <= INT32_MAX, "input", "dims must be < 2^31, got shape " + str(in));
+    check(go[i] <= INT32_MAX, "grad_output", "dims must be < 2^31, got shape " + str(go));
+    check(w[i] <= INT32_MAX, "weight", "dims must be < 2^31, got shape " + str(w));
   }
   const size_t sp = in.size() - 2;
   const auto stride = window(a.stride, "stride", sp, 0, 1);
