@@ -50,10 +50,12 @@ def _check_data(t, param: str):
                     "", param)
 
 
-def _plan(key):
+def _plan(args):
+    # Kernels are tuned for the thread count at compile time: a new count gets its own plan.
+    key = args + (_C.num_threads(),)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _C.conv_backward_plan(*key)
+        plan = _C.conv_backward_plan(*args)
         _PLANS[key] = plan
         if len(_PLANS) > _PLAN_CACHE_SIZE:
             _PLANS.popitem(last=False)
