@@ -86,13 +86,22 @@ def convolution_backward(grad_output, input, weight, bias_sizes: Optional[Sequen
     ``weight``'s and ``grad_output``'s, ``grad_bias`` ``grad_output``'s. Accumulation is fp32.
     ``cube_math_type`` is aclnn's (0 KEEP_DTYPE, 1 ALLOW_FP32_DOWN_PRECISION: both compute from
     the given values; 2 USE_FP16: inputs rounded to fp16 first; 3 USE_HF32: fp32 inputs rounded
-    to HF32 first). 2D ``padding`` may have 4 values (top, bottom, left, right).
+    to HF32 first). 2D ``padding`` may have 4 values (top, bottom, left, right); as in torch,
+    a one-value ``stride`` / ``padding`` / ``dilation`` / ``output_padding`` applies to every
+    spatial dim. Unlike torch (and as aclnn), ``output_padding`` must be below ``stride``.
     """
     for t, name in ((grad_output, "grad_output"), (input, "input"), (weight, "weight")):
         _check_data(t, name)
     # DLPack refuses tensors that require grad; they are only read here.
     grad_output, input, weight = (t.detach() if getattr(t, "requires_grad", False) else t
                                   for t in (grad_output, input, weight))
+    # torch expands one-value window lists to every spatial dim; so does tbex here.
+    spatial = len(input.shape) - 2
+
+    def window(v, param):
+        vals = _ints(v, param)
+        return tuple(vals * spatial if len(vals) == 1 and spatial > 1 else vals)
+
     mask = [bool(m) for m in output_mask]
     if len(mask) != 3:
         raise UserError(f"output_mask: expected 3 values, got {len(mask)}", "", "output_mask")
@@ -101,9 +110,10 @@ def convolution_backward(grad_output, input, weight, bias_sizes: Optional[Sequen
         tuple(int(s) for s in input.shape), _dtype_name(input, "input"),
         tuple(int(s) for s in weight.shape), _dtype_name(weight, "weight"),
         None if bias_sizes is None else tuple(_ints(bias_sizes, "bias_sizes")),
-        tuple(_ints(stride, "stride")), tuple(_ints(padding, "padding")),
-        tuple(_ints(dilation, "dilation")), bool(transposed),
-        tuple(_ints(output_padding, "output_padding") or ()), int(groups), tuple(mask),
+        window(stride, "stride"), window(padding, "padding"), window(dilation, "dilation"),
+        bool(transposed),
+        () if output_padding is None else window(output_padding, "output_padding"),
+        int(groups), tuple(mask),
         int(cube_math_type),
     )
     plan = _plan(key)

@@ -293,8 +293,6 @@ def test_output_padding_must_be_below_stride():
         run(conv, args)
 
 
-@pytest.mark.xfail(strict=True, raises=tbex.UserError,
-                   reason="tbex wants one value per spatial dim; torch expands one-value lists")
 def test_single_value_lists_expand_as_torch():
     """torch expands one-element stride/padding/dilation/output_padding lists to every dim."""
     conv = Conv(2, 4, 6, (4, 5, 3), (2, 3, 2), (2, 2, 2), (1, 1, 1), (1, 1, 1), 2,
@@ -361,9 +359,6 @@ def test_broadcast_grad_output():
     check_outputs(res, ref, MASKS["all"], ("f32",) * 3, "expanded grad_output")
 
 
-@pytest.mark.xfail(strict=True, raises=BufferError,
-                   reason="tbex exports torch tensors by DLPack, which refuses tensors that "
-                          "require grad; torch's op takes them")
 def test_tensors_that_require_grad():
     """torch's op takes leaves that require grad (as autograd's saved tensors are)."""
     conv = grid_conv(2, "1", 2, 1, False)
