@@ -86,7 +86,8 @@ def convolution_backward(grad_output, input, weight, bias_sizes: Optional[Sequen
     ``weight``'s and ``grad_output``'s, ``grad_bias`` ``grad_output``'s. Accumulation is fp32.
     ``cube_math_type`` is aclnn's (0 KEEP_DTYPE, 1 ALLOW_FP32_DOWN_PRECISION: both compute from
     the given values; 2 USE_FP16: inputs rounded to fp16 first; 3 USE_HF32: fp32 inputs rounded
-    to HF32 first). 2D ``padding`` may have 4 values (top, bottom, left, right); as in torch,
+    to HF32 first). ``padding`` may also give (head, tail) per dim: 4 values in 2D
+    (top, bottom, left, right) as aclnn, 6 in 3D and 2 in 1D (tbex extensions); as in torch,
     a one-value ``stride`` / ``padding`` / ``dilation`` / ``output_padding`` applies to every
     spatial dim. Unlike torch (and as aclnn), ``output_padding`` must be below ``stride``.
     """

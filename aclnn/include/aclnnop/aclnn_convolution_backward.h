@@ -30,7 +30,8 @@ extern "C" {
  * - biasSizes: [Cout] ([weight.shape[1] * groups] when transposed); required when
  *   outputMask[2].
  * - stride, dilation (> 0) and padding (>= 0): rank-2 values each; 2D padding may have 4
- *   values (top, bottom, left, right).
+ *   values (top, bottom, left, right), and, as a tbex extension, 1D padding 2 and 3D padding 6
+ *   (head, tail per dim: TBE's asymmetric pads).
  * - transposed: the forward op was a transposed convolution. outputPadding: rank-2 values in
  *   [0, stride), non-zero only when transposed; null means zeros and is allowed only when
  *   transposed is false.

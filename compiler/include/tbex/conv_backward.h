@@ -46,7 +46,11 @@ struct ConvBackwardArgs {
   DType grad_output_dtype = DType::kFloat32, input_dtype = DType::kFloat32,
         weight_dtype = DType::kFloat32;
   std::optional<std::vector<int64_t>> bias_sizes;  ///< required when output_mask[2]
-  std::vector<int64_t> stride, padding, dilation;  ///< rank-2 values (2D padding may have 4)
+  std::vector<int64_t> stride, dilation;  ///< rank-2 values
+  /** rank-2 values, or 2*(rank-2) as (head, tail) per dim: aclnn's 4-value 2D padding (top,
+   * bottom, left, right), and likewise 2 for 1D and 6 for 3D (front, back, top, bottom, left,
+   * right; a tbex extension carrying TBE's asymmetric pads). */
+  std::vector<int64_t> padding;
   bool transposed = false;
   std::vector<int64_t> output_padding;  ///< empty = zeros
   int64_t groups = 1;

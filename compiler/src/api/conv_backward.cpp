@@ -170,7 +170,9 @@ void Plan::validate_args() {
   const size_t sp = in.size() - 2;
   const auto stride = window(a.stride, "stride", sp, 0, 1);
   const auto dil = window(a.dilation, "dilation", sp, 0, 1);
-  const auto pad = window(a.padding, "padding", sp, sp == 2 ? 4 : 0, 0);
+  // rank-2 values (symmetric), or (head, tail) per dim: aclnn's 4-value 2D padding, and the same
+  // for 1D / 3D as a tbex extension (TBE's asymmetric pads).
+  const auto pad = window(a.padding, "padding", sp, 2 * sp, 0);
   const auto opad = a.output_padding.empty() ? std::vector<int64_t>(sp, 0)
                                              : window(a.output_padding, "output_padding", sp, 0, 0);
   check(a.groups >= 1, "groups", "must be >= 1, got " + std::to_string(a.groups));
