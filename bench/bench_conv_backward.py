@@ -41,6 +41,7 @@ class Problem:
         pads = (w["pad_front"], w["pad_back"], w["pad_top"], w["pad_bottom"],
                 w["pad_left"], w["pad_right"])
         self.symmetric = pads[0::2] == pads[1::2]
+        self.pads6 = pads
         self.padding = list(pads[0::2]) if self.symmetric else [0, 0, 0]
         self.fpad = (pads[4], pads[5], pads[2], pads[3], pads[0], pads[1])  # F.pad: W, H, D
         self.front = pads[0::2]
@@ -48,15 +49,21 @@ class Problem:
         self.params = ([w["Cout"]], [w["sd"], w["sh"], w["sw"]], self.padding,
                        [w["dd"], w["dh"], w["dw"]], False, [0, 0, 0], w["groups"], MASK)
         self.note = "" if self.symmetric else (
-            "asymmetric pads %s: x padded with F.pad before, grad_input cropped (.contiguous()) "
-            "after the call, inside the timing, on both sides" % (pads,))
+            "asymmetric pads %s: torch gets x padded with F.pad before and grad_input cropped "
+            "(.contiguous()) after the call, inside the timing; tbex takes the 6 pads "
+            "directly" % (pads,))
 
-    def call(self, fn, dy, x, wt):
-        """fn(dy, x, w, *params) with the padding handled; returns the three gradients."""
+    def call(self, fn, dy, x, wt, native_pads=False):
+        """fn(dy, x, w, *params) with the padding handled; returns the three gradients.
+        native_pads: fn takes (head, tail) pads per dim (tbex does), so no F.pad / crop."""
         import torch.nn.functional as F
 
         if self.symmetric:
             return fn(dy, x, wt, *self.params)
+        if native_pads:
+            params = list(self.params)
+            params[2] = list(self.pads6)
+            return fn(dy, x, wt, *params)
         gi, gw, gb = fn(dy, F.pad(x, self.fpad), wt, *self.params)
         (f, t, l), (d, h, w) = self.front, self.dhw
         return gi[:, :, f:f + d, t:t + h, l:l + w].contiguous(), gw, gb
@@ -71,7 +78,7 @@ def rel_err(got, ref):
     return worst
 
 
-def time_impl(problem, fn, tensors, ref, target_s, unsupported_ok):
+def time_impl(problem, fn, tensors, ref, target_s, unsupported_ok, native_pads=False):
     """Times fn (one implementation) on torch tensors; returns a timing dict (ms, min_ms, k,
     first_ms, rel_err, out_dtypes) or {"error": ...}."""
     import torch
@@ -79,7 +86,7 @@ def time_impl(problem, fn, tensors, ref, target_s, unsupported_ok):
     last = {}
 
     def run():
-        last["res"] = problem.call(fn, *tensors)
+        last["res"] = problem.call(fn, *tensors, native_pads=native_pads)
 
     with torch.no_grad():
         try:
@@ -261,7 +268,8 @@ def main(argv=None):
                 for impl, fn in (("tbex", tbex.convolution_backward),
                                  ("torch", torch.ops.aten.convolution_backward)):
                     r[impl] = avail.measure(n, lambda: time_impl(
-                        problem, fn, tensors, ref, args.target_sec, impl == "torch"))
+                        problem, fn, tensors, ref, args.target_sec, impl == "torch",
+                        native_pads=impl == "tbex"))
                 rows.append(r)
                 print("  " + " | ".join(row_cells(r, [])), flush=True)
 
