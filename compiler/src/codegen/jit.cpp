@@ -1,6 +1,8 @@
-/** JIT: lower a Problem, compile it with LLVM into a Halide::Callable, and run it on caller memory.
+/** JIT: lower a Problem, compile it with LLVM, and run it on caller memory.
  *
- * Compiled kernels are kept in an in-process cache keyed by (canonical problem, schedule,
+ * A kernel is a shared object from the on-disk cache (codegen/disk_cache: compiled once, reused
+ * across processes), or a Halide::Callable in memory when the disk cache is off or unusable.
+ * Compiled kernels are also kept in an in-process cache keyed by (canonical problem, schedule,
  * threads), so the same problem never compiles twice in a process. Parallel loops run on tbex's
  * own pool (runtime/thread_pool), which keeps thread control identical for JIT and AOT kernels. */
 #include <chrono>
@@ -9,8 +11,10 @@
 #include <mutex>
 
 #include "HalideRuntime.h"
+#include "codegen/disk_cache.h"
 #include "lower/log.h"
 #include "lower/pipeline.h"
+#include "tbex/cache.h"
 #include "tbex/errors.h"
 #include "tbex/kernel.h"
 
@@ -31,6 +35,23 @@ int do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*, in
   return parallel_for(ctx, reinterpret_cast<int (*)(void*, int, uint8_t*)>(f), min, extent,
                       closure);
 }
+
+/** Per-call context of a cached .so (compiled with Target::UserContext): its runtime passes the
+ * pointer to the handlers below, and the tasks of a parallel loop receive it back. */
+struct SoCallContext {
+  std::string error;
+};
+
+void so_on_error(void* ctx, const char* msg) {
+  if (ctx) static_cast<SoCallContext*>(ctx)->error += msg;
+}
+
+int so_do_par_for(void* ctx, int (*f)(void*, int, uint8_t*), int min, int extent, uint8_t* closure) {
+  return parallel_for(ctx, f, min, extent, closure);
+}
+
+/** The target of cached .so kernels: the JIT's, plus a per-call user context. */
+Halide::Target so_target() { return lower::host_target().with_feature(Halide::Target::UserContext); }
 
 halide_type_t buffer_type(DType t) {
   switch (t) {
@@ -99,18 +120,28 @@ struct BufferView {
   }
 };
 
+void dump_stmt(const Problem& p, lower::Lowered& lowered) {
+  if (const char* dir = std::getenv("TBEX_DUMP_DIR")) {
+    // The lowered loop nest, for reading what a schedule did (knobs table: TBEX_DUMP_DIR).
+    lowered.pipeline.compile_to_lowered_stmt(std::string(dir) + "/" + p.canonical() + "." +
+                                                 lowered.schedule + ".stmt",
+                                             lowered.args, Halide::StmtOutputFormat::Text,
+                                             lower::host_target());
+  }
+}
+
 class JitKernel final : public Kernel {
  public:
-  JitKernel(Problem p, lower::Lowered lowered)
+  /** In memory: a Halide::Callable. */
+  JitKernel(Problem p, lower::Lowered& lowered)
       : problem_(std::move(p)), schedule_(lowered.schedule) {
-    if (const char* dir = std::getenv("TBEX_DUMP_DIR")) {
-      // The lowered loop nest, for reading what a schedule did (knobs table: TBEX_DUMP_DIR).
-      lowered.pipeline.compile_to_lowered_stmt(std::string(dir) + "/" + problem_.canonical() + "." +
-                                                   schedule_ + ".stmt",
-                                               lowered.args, Halide::StmtOutputFormat::Text,
-                                               lower::host_target());
-    }
     callable_ = lowered.pipeline.compile_to_callable(lowered.args, lower::host_target());
+  }
+  /** From the disk cache: a loaded .so; its runtime's handlers are pointed at tbex's. */
+  JitKernel(Problem p, std::string schedule, std::shared_ptr<disk::Library> lib)
+      : problem_(std::move(p)), schedule_(std::move(schedule)), lib_(std::move(lib)) {
+    lib_->set_do_par_for(reinterpret_cast<void*>(&so_do_par_for));
+    lib_->set_error_handler(reinterpret_cast<void*>(&so_on_error));
   }
 
   const Problem& problem() const override { return problem_; }
@@ -135,22 +166,71 @@ class JitKernel final : public Kernel {
     else if (problem_.op == OpKind::kBackpropFilter)
       views.back().split_dim(1, {g.kernel[0], problem_.group.cin1_g, g.kernel[1], g.kernel[2]});
 
-    CallContext ctx;
-    ctx.handlers.custom_error = on_error;
-    ctx.handlers.custom_do_par_for = do_par_for;
-    Halide::JITUserContext* ctx_ptr = &ctx;
-    std::vector<const void*> argv{&ctx_ptr};
-    for (auto& v : views) argv.push_back(&v.buf);
-    int rc = callable_.call_argv_fast(argv.size(), argv.data());
+    int rc;
+    std::string error;
+    if (lib_) {
+      SoCallContext ctx;
+      void* ctx_ptr = &ctx;
+      std::vector<void*> argv{&ctx_ptr};
+      for (auto& v : views) argv.push_back(&v.buf);
+      rc = lib_->argv(argv.data());
+      error = ctx.error;
+    } else {
+      CallContext ctx;
+      ctx.handlers.custom_error = on_error;
+      ctx.handlers.custom_do_par_for = do_par_for;
+      Halide::JITUserContext* ctx_ptr = &ctx;
+      std::vector<const void*> argv{&ctx_ptr};
+      for (auto& v : views) argv.push_back(&v.buf);
+      rc = callable_.call_argv_fast(argv.size(), argv.data());
+      error = ctx.error;
+    }
     internal_check(rc == 0, "kernel " + problem_.canonical() + " failed (" + std::to_string(rc) +
-                                "): " + ctx.error);
+                                "): " + error);
   }
 
  private:
   Problem problem_;
   std::string schedule_;
   Halide::Callable callable_;
+  std::shared_ptr<disk::Library> lib_;
 };
+
+/** The disk-cache key fields of a lowered kernel. */
+disk::Fields key_fields(const Problem& p, const CompileOptions& options, const lower::Lowered& l,
+                        int threads) {
+  disk::Fields f = disk::base_fields();
+  f.emplace_back("target", so_target().to_string());
+  f.emplace_back("problem", p.canonical());
+  f.emplace_back("schedule_requested", options.schedule);
+  f.emplace_back("schedule", l.schedule);
+  f.emplace_back("schedule_detail", l.schedule_detail);
+  f.emplace_back("threads", std::to_string(threads));
+  // Tile overrides change the schedule (knobs table: TBEX_DW_TILE, ...).
+  for (const char* v : {"TBEX_DW_TILE", "TBEX_DX_TILE", "TBEX_FWD_TILE"})
+    if (const char* s = std::getenv(v)) f.emplace_back(v, s);
+  return f;
+}
+
+std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const CompileOptions& options,
+                                           int threads) {
+  lower::Lowered lowered = lower::lower(problem, options.schedule, threads);
+  dump_stmt(problem, lowered);
+  const std::string what = problem.canonical() + " [" + lowered.schedule + "]";
+  auto lib = disk::load_or_build(
+      key_fields(problem, options, lowered, threads), what,
+      [&](const std::string& obj, const std::string& fn) {
+        lowered.pipeline.compile_to_object(obj, lowered.args, fn, so_target());
+      });
+  if (lib) return std::make_shared<JitKernel>(problem, lowered.schedule, std::move(lib));
+  return std::make_shared<JitKernel>(problem, lowered);
+}
+
+std::mutex cache_mu;
+std::map<std::string, std::shared_ptr<const Kernel>>& kernel_cache() {
+  static std::map<std::string, std::shared_ptr<const Kernel>> cache;
+  return cache;
+}
 
 }  // namespace
 
@@ -170,18 +250,15 @@ std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptio
   validate(problem);
   const int threads = num_threads();
   const std::string key = problem.canonical() + "|" + options.schedule + "|" + std::to_string(threads);
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const Kernel>> cache;
   {
-    std::lock_guard<std::mutex> l(mu);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
+    std::lock_guard<std::mutex> l(cache_mu);
+    auto it = kernel_cache().find(key);
+    if (it != kernel_cache().end()) return it->second;
   }
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<const Kernel> k;
   try {
-    lower::Lowered lowered = lower::lower(problem, options.schedule, threads);
-    k = std::make_shared<JitKernel>(problem, std::move(lowered));
+    k = build_kernel(problem, options, threads);
   } catch (const Halide::CompileError& e) {
     throw InternalError(std::string("Halide rejected the pipeline for ") + problem.canonical() +
                         ": " + e.what());
@@ -194,8 +271,13 @@ std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptio
                                                std::chrono::steady_clock::now() - t0)
                                                .count()) +
                             " ms");
-  std::lock_guard<std::mutex> l(mu);
-  return cache.emplace(key, k).first->second;
+  std::lock_guard<std::mutex> l(cache_mu);
+  return kernel_cache().emplace(key, k).first->second;
+}
+
+void clear_kernel_cache() {
+  std::lock_guard<std::mutex> l(cache_mu);
+  kernel_cache().clear();
 }
 
 std::vector<std::pair<std::string, std::string>> explain_schedules(const Problem& problem) {

@@ -1,0 +1,47 @@
+#pragma once
+/** Content-addressed on-disk cache of compiled kernels as shared objects.
+ *
+ * Entry: <dir>/<key[:2]>/<key>.so (the kernel and its Halide runtime; exports NAME_argv and the
+ * runtime's handler setters only), <key>.json (sidecar: the key fields, size and sha256 of the .so,
+ * created time, schedule; used to validate), <key>.lock (flocked only while compiling).
+ * key = sha256 of the key fields. Publishing is a write to a temp file in the same directory and
+ * an atomic rename, so readers never see a partial file; an invalid entry (checksum mismatch,
+ * dlopen or symbol failure) is deleted and rebuilt under the lock. */
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tbex::disk {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+/** A loaded entry. The .so stays mapped while this lives. */
+struct Library {
+  void* handle = nullptr;
+  int (*argv)(void** args) = nullptr;  ///< Halide's NAME_argv: args[0] = &user_context, then buffers
+  /** The .so's own runtime's setters (halide_set_custom_do_par_for, halide_set_error_handler). */
+  void* (*set_do_par_for)(void* fn) = nullptr;
+  void* (*set_error_handler)(void* fn) = nullptr;
+  std::string path;
+  ~Library();
+};
+
+/** The fields every key starts with: tbex version and build, Halide and LLVM versions. */
+Fields base_fields();
+
+std::string sha256_hex(const void* data, size_t n);
+std::string key_of(const Fields& fields);
+
+/** Writes the kernel's object file `obj_path` defining function `fn_name`. */
+using EmitObject = std::function<void(const std::string& obj_path, const std::string& fn_name)>;
+
+/** The entry for `fields`: loaded if present and valid, else compiled with `emit`, linked and
+ * published. nullptr when the disk cache is off or cannot be used (no C++ compiler, unwritable
+ * directory, link failure): the caller falls back to the in-memory JIT; the reason is logged under
+ * TBEX_LOG=cache. `what` names the kernel in log lines. Errors thrown by `emit` propagate. */
+std::shared_ptr<Library> load_or_build(const Fields& fields, const std::string& what,
+                                       const EmitObject& emit);
+
+}  // namespace tbex::disk
