@@ -58,9 +58,10 @@ Halide::Target host_target() {
   return t.with_feature(Halide::Target::LargeBuffers);
 }
 
-Lowered lower(const Problem& p, const std::string& schedule, int threads) {
+Lowered lower(const Problem& p, const std::string& schedule, int threads,
+              const Halide::Target& target) {
   const bool log_lower = log::enabled("lower");
-  sched::Context ctx{host_target(), threads};
+  sched::Context ctx{target, threads};
   Lowered out;
   auto t0 = Clock::now();
   if (p.op == OpKind::kBackpropFilter) {

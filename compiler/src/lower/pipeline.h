@@ -19,8 +19,10 @@ struct Lowered {
 
 Halide::Target host_target();
 
-/** schedule: "auto" or a registry name; threads: the thread count schedules plan for. */
-Lowered lower(const Problem& p, const std::string& schedule, int threads);
+/** schedule: "auto" or a registry name; threads: the thread count schedules plan for; target:
+ * what schedules plan vector widths for (AOT kernels may target another CPU than the host). */
+Lowered lower(const Problem& p, const std::string& schedule, int threads,
+              const Halide::Target& target = host_target());
 
 /** (name, "" or why it does not apply), in registry order. */
 std::vector<std::pair<std::string, std::string>> explain(const Problem& p);

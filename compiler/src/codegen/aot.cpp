@@ -1,0 +1,214 @@
+/** AOT: lower a Problem for a chosen Halide target and write a kernel a program links without
+ * tbex's compiler, Halide or LLVM.
+ *
+ * The Halide kernel NAME_halide is compiled without the Halide runtime; tbex's dense wrapper
+ * (NAME_wrapper.c, compiled by the system C compiler) joins it in NAME.a / NAME.o. */
+#include "tbex/aot.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "Halide.h"
+#include "codegen/aot_files.h"
+#include "codegen/cpp_source.h"
+#include "lower/pipeline.h"
+#include "tbex/errors.h"
+#include "tbex/thread_pool.h"
+
+#ifndef TBEX_HALIDE_INCLUDE_DIR
+#error "TBEX_HALIDE_INCLUDE_DIR is defined by CMake (where HalideRuntime.h is)"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace tbex {
+namespace {
+
+const std::set<std::string> kEmitKinds{"static_library", "object", "header", "cpp"};
+
+bool is_c_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit((unsigned char)s[0])) return false;
+  for (char c : s)
+    if (!std::isalnum((unsigned char)c) && c != '_') return false;
+  return true;
+}
+
+Halide::Target parse_target(const std::string& s) {
+  if (s == "host") return lower::host_target();
+  user_check(Halide::Target::validate_target_string(s), "", "target",
+             "'" + s + "' is not a Halide target (examples: host, x86-64-linux-avx2-fma-f16c)");
+  return Halide::Target(s).with_feature(Halide::Target::LargeBuffers);
+}
+
+void check_options(const AotOptions& o) {
+  user_check(is_c_identifier(o.name), "", "name",
+             "'" + o.name + "' is not a C identifier (it names the kernel's function and files)");
+  user_check(!o.out_dir.empty(), "", "out_dir", "no output directory given");
+  for (const std::string& e : o.emit)
+    user_check(kEmitKinds.count(e) > 0, "", "emit",
+               "unknown output '" + e + "' (known: static_library, object, header, cpp)");
+  fs::create_directories(o.out_dir);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  internal_check(f.good(), "cannot write " + path);
+}
+
+/** Runs a host tool (the C compiler); its output goes to `log`, quoted in the error. */
+void run_tool(const std::string& cmd, const std::string& log) {
+  const int rc = std::system((cmd + " > " + shell_quote(log) + " 2>&1").c_str());
+  user_check(rc == 0, "", "CC",
+             "building the kernel wrapper failed (set TBEX_CC or CC to a C compiler): " + cmd + "\n" +
+                 read_text(log));
+}
+
+std::string c_compiler() {
+  if (const char* cc = std::getenv("TBEX_CC")) return cc;
+  if (const char* cc = std::getenv("CC")) return cc;
+  return "cc";
+}
+
+std::string halide_include_dir() {
+  if (const char* d = std::getenv("TBEX_HALIDE_INCLUDE_DIR")) return d;
+  return TBEX_HALIDE_INCLUDE_DIR;
+}
+
+bool wants(const AotOptions& o, const char* kind) {
+  for (const std::string& e : o.emit)
+    if (e == kind) return true;
+  return false;
+}
+
+/** A private scratch directory inside out_dir, removed on scope exit. */
+struct ScratchDir {
+  std::string path;
+  explicit ScratchDir(const std::string& out_dir, const std::string& name)
+      : path(out_dir + "/." + name + ".tmp." + std::to_string(getpid())) {
+    fs::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/** Kernel object + wrapper object -> NAME.a and/or NAME.o. */
+void build_objects(const lower::Lowered& l, const AotOptions& o,
+                   const Halide::Target& kt, const std::string& wrapper_c,
+                   std::vector<std::string>& files) {
+  const Halide::Target host = Halide::get_host_target();
+  user_check(kt.os == host.os && kt.arch == host.arch && kt.bits == host.bits, "", "target",
+             "static_library and object outputs link a wrapper built by the host C compiler, so "
+             "the target must be for this machine's OS and architecture (" + kt.to_string() +
+                 " is not); emit header,cpp instead");
+  ScratchDir tmp(o.out_dir, o.name);
+  const std::string kernel_o = tmp.path + "/" + o.name + "_halide.o";
+  const std::string wrapper_o = tmp.path + "/" + o.name + "_wrapper.o";
+  Halide::Pipeline pipe = l.pipeline;
+  pipe.compile_to({{Halide::OutputFileType::object, kernel_o}}, l.args, o.name + "_halide", kt);
+  const std::string cc = c_compiler();
+  run_tool(cc + " -std=c99 -O2 -fPIC -I" + shell_quote(halide_include_dir()) + " -c " +
+               shell_quote(wrapper_c) + " -o " + shell_quote(wrapper_o),
+           tmp.path + "/cc.log");
+  if (wants(o, "static_library")) {
+    const std::string a = o.out_dir + "/" + o.name + ".a";
+    fs::remove(a);  // the archive writer appends to an existing file
+    Halide::create_static_library({kernel_o, wrapper_o}, kt, a);
+    files.push_back(a);
+  }
+  if (wants(o, "object")) {
+    const std::string obj = o.out_dir + "/" + o.name + ".o";
+    run_tool(cc + " -r -nostdlib " + shell_quote(kernel_o) + " " + shell_quote(wrapper_o) + " -o " +
+                 shell_quote(obj),
+             tmp.path + "/ld.log");
+    files.push_back(obj);
+  }
+}
+
+std::string manifest_path(const AotOptions& o) { return o.out_dir + "/" + o.name + ".manifest.json"; }
+
+}  // namespace
+
+std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
+  if (o.runtime_only) return emit_aot_runtime(o);
+  check_options(o);
+  user_check(!o.emit.empty(), "", "emit", "nothing to emit (give static_library, object, header or cpp)");
+  const Halide::Target t = parse_target(o.target);
+  const Halide::Target kt = t.with_feature(Halide::Target::NoRuntime);
+  validate(problem);
+  codegen::AotBuildInfo info;
+  info.name = o.name;
+  info.target = kt.to_string();
+  info.threads = num_threads();
+  std::vector<std::string>& files = info.files;
+  try {
+    lower::Lowered l = lower::lower(problem, o.schedule, info.threads, t);
+    info.schedule = l.schedule;
+    info.schedule_detail = l.schedule_detail;
+    const bool objects = wants(o, "static_library") || wants(o, "object");
+    std::string wrapper_c;
+    if (objects || wants(o, "cpp")) {
+      wrapper_c = o.out_dir + "/" + o.name + "_wrapper.c";
+      write_text(wrapper_c, codegen::aot_wrapper_source(problem, o.name));
+      files.push_back(wrapper_c);
+    }
+    if (objects) build_objects(l, o, kt, wrapper_c, files);
+    if (wants(o, "header")) {
+      const std::string h = o.out_dir + "/" + o.name + ".h";
+      write_text(h, codegen::aot_header(problem, info));
+      files.push_back(h);
+    }
+    if (wants(o, "cpp"))
+      for (const std::string& f : codegen::emit_cpp_source(l, o.name + "_halide", kt, o.out_dir))
+        files.push_back(f);
+  } catch (const Halide::CompileError& e) {
+    throw InternalError("Halide rejected the pipeline for " + problem.canonical() + ": " + e.what());
+  } catch (const Halide::Error& e) {
+    throw InternalError("Halide failed on " + problem.canonical() + ": " + e.what());
+  }
+  files.push_back(manifest_path(o));
+  write_text(manifest_path(o), codegen::aot_manifest(&problem, info));
+  return files;
+}
+
+std::vector<std::string> emit_aot_runtime(const AotOptions& o) {
+  check_options(o);
+  const Halide::Target t = parse_target(o.target);
+  codegen::AotBuildInfo info;
+  info.name = o.name;
+  info.target = t.to_string();
+  const std::string a = o.out_dir + "/" + o.name + ".a", obj = o.out_dir + "/" + o.name + ".o";
+  fs::remove(a);
+  try {
+    Halide::compile_standalone_runtime(
+        {{Halide::OutputFileType::static_library, a}, {Halide::OutputFileType::object, obj}}, t);
+  } catch (const Halide::Error& e) {
+    throw InternalError("Halide failed to build its runtime for " + info.target + ": " + e.what());
+  }
+  info.files = {a, obj, manifest_path(o)};
+  write_text(manifest_path(o), codegen::aot_manifest(nullptr, info));
+  return info.files;
+}
+
+}  // namespace tbex

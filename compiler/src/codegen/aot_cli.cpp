@@ -1,0 +1,252 @@
+/** The tbexc command line (also `python -m tbex aot`): a TBE call described by a JSON file and/or
+ * flags -> the frontend's make_*_problem -> emit_aot. */
+#include <fstream>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "frontend/json.h"
+#include "tbex/aot.h"
+#include "tbex/errors.h"
+
+namespace tbex {
+namespace {
+
+const char kUsage[] =
+    "usage: tbexc --op conv3d_backprop_filter|conv3d_backprop_input --name NAME --out DIR\n"
+    "             [--emit static_library,object,header,cpp] [--target host|<halide target>]\n"
+    "             [--schedule auto|NAME] [--json FILE]\n"
+    "             [--x SHAPE:DTYPE | --filter SHAPE:DTYPE] --out-backprop SHAPE:DTYPE\n"
+    "             --filter-size A,B,.. [--input-size N,D,H,W,C] [--strides ..] [--pads ..]\n"
+    "             [--dilations ..] [--res-dtype DTYPE] [--groups G] [--group-dict k=v,..]\n"
+    "             [--kernel-name NAME] [--tensor-bias SHAPE:DTYPE]\n"
+    "       tbexc --runtime-only --name NAME --out DIR [--target ...]\n"
+    "The JSON file holds the arguments of the dsl call: {\"op\", \"x\" | \"filter\": {\"shape\",\n"
+    "\"dtype\"}, \"out_backprop\", \"filter_size\", \"input_size\", \"para_dict\", \"tensor_bias\"};\n"
+    "flags override it. SHAPE is comma-separated, e.g. --x 16,8,1,72,72,16:float16.\n";
+
+struct TensorSpec {
+  std::vector<int64_t> shape;
+  std::string dtype;
+};
+
+/** Everything a dsl call takes, gathered from the JSON file and the flags. */
+struct CallSpec {
+  std::string op;
+  std::optional<TensorSpec> x, filter, dy, bias;
+  std::optional<std::vector<int64_t>> filter_size, input_size;
+  ParaDict para;
+};
+
+std::vector<int64_t> parse_ints(const std::string& s, const std::string& param) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    user_check(used == item.size() && !item.empty(), "", param.c_str(),
+               "expected comma-separated integers, got '" + s + "'");
+    out.push_back(v);
+  }
+  user_check(!out.empty(), "", param.c_str(), "expected comma-separated integers, got '" + s + "'");
+  return out;
+}
+
+TensorSpec parse_tensor(const std::string& s, const std::string& param) {
+  const size_t colon = s.rfind(':');
+  user_check(colon != std::string::npos, "", param.c_str(),
+             "expected SHAPE:DTYPE such as 16,8,1,72,72,16:float16, got '" + s + "'");
+  return {parse_ints(s.substr(0, colon), param), s.substr(colon + 1)};
+}
+
+TensorSpec tensor_from_json(const json::Value& v, const std::string& param) {
+  user_check(v.kind == json::Value::Kind::kObject, "", param.c_str(),
+             "expected {\"shape\": [...], \"dtype\": \"...\"}");
+  const json::Value* shape = v.find("shape");
+  user_check(shape != nullptr, "", param.c_str(), "missing \"shape\"");
+  const json::Value* dtype = v.find("dtype");
+  return {shape->as_ints(param), dtype ? dtype->as_string(param) : std::string("float16")};
+}
+
+void para_from_json(const json::Value& d, CallSpec& c) {
+  user_check(d.kind == json::Value::Kind::kObject, "", "para_dict", "expected an object");
+  for (const auto& [key, v] : d.object) {
+    if (v.kind == json::Value::Kind::kNull) continue;
+    if (key == "strides") c.para.strides = v.as_ints("strides");
+    else if (key == "pads") c.para.pads = v.as_ints("pads");
+    else if (key == "dilations") c.para.dilations = v.as_ints("dilations");
+    else if (key == "res_dtype") c.para.res_dtype = v.as_string("res_dtype");
+    else if (key == "kernel_name") c.para.kernel_name = v.as_string("kernel_name");
+    else if (key == "groups") c.para.groups = v.as_int("groups");
+    else if (key == "tensor_bias") c.bias = tensor_from_json(v, "tensor_bias");
+    else if (key == "group_dict") {
+      user_check(v.kind == json::Value::Kind::kObject, "", "group_dict", "expected an object");
+      std::map<std::string, int64_t> gd;
+      for (const auto& [gk, gv] : v.object) gd[gk] = gv.as_int("group_dict['" + gk + "']");
+      c.para.group_dict = gd;
+    }
+    // Other keys (framework attributes TBE passes through) do not affect the math, as in Python.
+  }
+}
+
+void call_from_json(const std::string& path, CallSpec& c) {
+  std::ifstream f(path);
+  user_check(f.good(), "", "json", "cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const json::Value doc = json::parse(ss.str(), "json");
+  user_check(doc.kind == json::Value::Kind::kObject, "", "json", "expected an object");
+  for (const auto& [key, v] : doc.object) {
+    if (key == "op") c.op = v.as_string("op");
+    else if (key == "x") c.x = tensor_from_json(v, "x");
+    else if (key == "filter") c.filter = tensor_from_json(v, "filter");
+    else if (key == "out_backprop") c.dy = tensor_from_json(v, "out_backprop");
+    else if (key == "tensor_bias") c.bias = tensor_from_json(v, "tensor_bias");
+    else if (key == "filter_size") c.filter_size = v.as_ints("filter_size");
+    else if (key == "input_size") c.input_size = v.as_ints("input_size");
+    else if (key == "para_dict") para_from_json(v, c);
+    else throw UserError("", "json", "unknown key '" + key + "'");
+  }
+}
+
+std::map<std::string, int64_t> parse_group_dict(const std::string& s) {
+  std::map<std::string, int64_t> gd;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const size_t eq = item.find('=');
+    user_check(eq != std::string::npos, "", "group_dict", "expected key=value,..., got '" + s + "'");
+    const std::string key = item.substr(0, eq);
+    gd[key] = parse_ints(item.substr(eq + 1), "group_dict['" + key + "']")[0];
+  }
+  return gd;
+}
+
+template <class T>
+const T& required(const std::optional<T>& v, const char* param, const std::string& op) {
+  user_check(v.has_value(), "", param, std::string("is required for ") + op);
+  return *v;
+}
+
+Problem make_problem(const CallSpec& c) {
+  const TensorSpec& dy = required(c.dy, "out_backprop", c.op);
+  if (c.op == "conv3d_backprop_filter") {
+    user_check(!c.filter && !c.input_size && !c.bias, "", "op",
+               "conv3d_backprop_filter takes x, out_backprop and filter_size (not filter, "
+               "input_size or tensor_bias)");
+    const TensorSpec& x = required(c.x, "x", c.op);
+    return make_backprop_filter_problem(x.shape, parse_dtype(x.dtype, "x"), dy.shape,
+                                        parse_dtype(dy.dtype, "out_backprop"),
+                                        required(c.filter_size, "filter_size", c.op), c.para);
+  }
+  if (c.op == "conv3d_backprop_input") {
+    user_check(!c.x, "", "op", "conv3d_backprop_input takes filter, not x");
+    const TensorSpec& f = required(c.filter, "filter", c.op);
+    return make_backprop_input_problem(
+        f.shape, parse_dtype(f.dtype, "filter"), dy.shape, parse_dtype(dy.dtype, "out_backprop"),
+        required(c.filter_size, "filter_size", c.op), required(c.input_size, "input_size", c.op),
+        c.para, c.bias ? c.bias->shape : std::vector<int64_t>{},
+        c.bias ? parse_dtype(c.bias->dtype, "tensor_bias") : DType::kFloat32);
+  }
+  throw UserError("", "op",
+                  "unknown op '" + c.op + "' (known: conv3d_backprop_filter, conv3d_backprop_input)");
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int run(const std::vector<std::string>& args, std::ostream& out) {
+  AotOptions opt;
+  CallSpec c;
+  std::optional<std::string> json_file;
+  std::map<std::string, std::string> flags;  // problem flags, applied after the JSON file
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i], value;
+    if (a == "-h" || a == "--help") {
+      out << kUsage;
+      return 0;
+    }
+    user_check(a.rfind("--", 0) == 0, "", "argv", "unexpected argument '" + a + "'\n" + kUsage);
+    a = a.substr(2);
+    if (a == "runtime-only") {
+      opt.runtime_only = true;
+      continue;
+    }
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    } else {
+      user_check(i + 1 < args.size(), "", a.c_str(), "--" + a + " needs a value");
+      value = args[++i];
+    }
+    if (a == "name") opt.name = value;
+    else if (a == "out") opt.out_dir = value;
+    else if (a == "emit") opt.emit = split(value);
+    else if (a == "target") opt.target = value;
+    else if (a == "schedule") opt.schedule = value;
+    else if (a == "json") json_file = value;
+    else flags[a] = value;
+  }
+  if (opt.runtime_only) {
+    user_check(flags.empty() && !json_file, "", "runtime-only",
+               "--runtime-only takes only --name, --out and --target");
+    for (const std::string& f : emit_aot_runtime(opt)) out << f << "\n";
+    return 0;
+  }
+  if (json_file) call_from_json(*json_file, c);
+  for (const auto& [k, v] : flags) {
+    if (k == "op") c.op = v;
+    else if (k == "x") c.x = parse_tensor(v, "x");
+    else if (k == "filter") c.filter = parse_tensor(v, "filter");
+    else if (k == "out-backprop") c.dy = parse_tensor(v, "out_backprop");
+    else if (k == "tensor-bias") c.bias = parse_tensor(v, "tensor_bias");
+    else if (k == "filter-size") c.filter_size = parse_ints(v, "filter_size");
+    else if (k == "input-size") c.input_size = parse_ints(v, "input_size");
+    else if (k == "strides") c.para.strides = parse_ints(v, "strides");
+    else if (k == "pads") c.para.pads = parse_ints(v, "pads");
+    else if (k == "dilations") c.para.dilations = parse_ints(v, "dilations");
+    else if (k == "res-dtype") c.para.res_dtype = v;
+    else if (k == "groups") c.para.groups = parse_ints(v, "groups")[0];
+    else if (k == "group-dict") c.para.group_dict = parse_group_dict(v);
+    else if (k == "kernel-name") c.para.kernel_name = v;
+    else throw UserError("", k, "unknown option --" + k + "\n" + kUsage);
+  }
+  user_check(!c.op.empty(), "", "op", "--op (or \"op\" in --json) is required");
+  if (opt.name.empty()) opt.name = c.para.kernel_name;
+  user_check(!opt.name.empty(), "", "name", "--name (or para_dict kernel_name) is required");
+  if (c.para.kernel_name.empty()) c.para.kernel_name = opt.name;
+  user_check(!opt.out_dir.empty(), "", "out", "--out DIR is required");
+  const Problem p = make_problem(c);
+  for (const std::string& f : emit_aot(p, opt)) out << f << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int aot_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    return run(args, out);
+  } catch (const UserError& e) {
+    err << "tbexc: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "tbexc: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace tbex
