@@ -136,6 +136,8 @@ const T& required(const std::optional<T>& v, const char* param, const std::strin
 }
 
 Problem make_problem(const CallSpec& c) {
+  user_check(c.op == "conv3d_backprop_filter" || c.op == "conv3d_backprop_input", "", "op",
+             "unknown op '" + c.op + "' (known: conv3d_backprop_filter, conv3d_backprop_input)");
   const TensorSpec& dy = required(c.dy, "out_backprop", c.op);
   if (c.op == "conv3d_backprop_filter") {
     user_check(!c.filter && !c.input_size && !c.bias, "", "op",
@@ -146,17 +148,13 @@ Problem make_problem(const CallSpec& c) {
                                         parse_dtype(dy.dtype, "out_backprop"),
                                         required(c.filter_size, "filter_size", c.op), c.para);
   }
-  if (c.op == "conv3d_backprop_input") {
-    user_check(!c.x, "", "op", "conv3d_backprop_input takes filter, not x");
-    const TensorSpec& f = required(c.filter, "filter", c.op);
-    return make_backprop_input_problem(
-        f.shape, parse_dtype(f.dtype, "filter"), dy.shape, parse_dtype(dy.dtype, "out_backprop"),
-        required(c.filter_size, "filter_size", c.op), required(c.input_size, "input_size", c.op),
-        c.para, c.bias ? c.bias->shape : std::vector<int64_t>{},
-        c.bias ? parse_dtype(c.bias->dtype, "tensor_bias") : DType::kFloat32);
-  }
-  throw UserError("", "op",
-                  "unknown op '" + c.op + "' (known: conv3d_backprop_filter, conv3d_backprop_input)");
+  user_check(!c.x, "", "op", "conv3d_backprop_input takes filter, not x");
+  const TensorSpec& f = required(c.filter, "filter", c.op);
+  return make_backprop_input_problem(
+      f.shape, parse_dtype(f.dtype, "filter"), dy.shape, parse_dtype(dy.dtype, "out_backprop"),
+      required(c.filter_size, "filter_size", c.op), required(c.input_size, "input_size", c.op),
+      c.para, c.bias ? c.bias->shape : std::vector<int64_t>{},
+      c.bias ? parse_dtype(c.bias->dtype, "tensor_bias") : DType::kFloat32);
 }
 
 std::vector<std::string> split(const std::string& s) {
