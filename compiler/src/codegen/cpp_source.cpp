@@ -7,6 +7,13 @@
  *    `float16_t` as 16 bits with F16C conversions, carries fp16 vectors as uint16 bit vectors,
  *    and rewrites each fp16 <-> fp32 vector conversion into one call that converts 16 lanes per
  *    vcvtph2ps / vcvtps2ph (an element-wise loop otherwise).
+ *  - g++ and register tiles: a schedule's register tile is a small local array (`float
+ *    _acc[256]`) indexed by constants. g++'s scalar replacement of aggregates (SRA) turns it into
+ *    16 loop-carried vectors, and its register allocator then copies every accumulator each
+ *    iteration and spills one, whose store-load chain bounds the loop: dX ran 1.6-1.9x the LLVM
+ *    kernel's time. Without SRA, g++ keeps the tile in registers by its later passes and matches
+ *    LLVM (measured in bench/bench_cpp_source.py), so the file turns SRA off for itself with
+ *    `#pragma GCC optimize("no-tree-sra")` (g++ only; clang does not need it).
  * The rest of Halide's output (native vector types via vector_size / ext_vector_type, its
  * helper classes, the runtime declarations) is kept as emitted: it is readable C++. */
 #include "codegen/cpp_source.h"
@@ -21,7 +28,14 @@ namespace tbex::codegen {
 namespace {
 
 /** Defines what Halide's output needs but does not declare; goes first in NAME.cpp. */
-constexpr const char* kPrelude = R"(/* tbex prelude: IEEE fp16 for Halide's C++ output (tbex::codegen::emit_cpp_source).
+constexpr const char* kPrelude = R"(#if defined(__GNUC__) && !defined(__clang__)
+/* g++: scalar replacement of the register-tile arrays makes its register allocator copy and
+ * spill accumulators every iteration (dX 1.6-1.9x slower); without it the tile stays in zmm
+ * registers. */
+#pragma GCC optimize("no-tree-sra")
+#endif
+
+/* tbex prelude: IEEE fp16 for Halide's C++ output (tbex::codegen::emit_cpp_source).
  * float16_t holds the bits of a half; scalar conversions are F16C's vcvtsh2ss / vcvtss2sh
  * (round to nearest even) when the target has F16C, else exact bit manipulation. Vectors of
  * fp16 are uint16 vectors of bits, converted by tbex_from_half_bits / tbex_to_half_bits. */
@@ -82,12 +96,12 @@ inline uint16_t float_to_half(float f) {
 #endif
 }
 
-/** n halves to floats, 16 / 8 lanes per instruction where the target has them. */
+/** n halves to floats, 16 / 8 lanes per instruction where the target has them. The maskz forms:
+ * g++ 12's _mm512_cvtph_ps / _mm512_cvtps_ph pass an uninitialized source (-Wuninitialized). */
 __attribute__((always_inline)) inline void halves_to_floats(const uint16_t* in, float* out, int n) {
   int i = 0;
 #if defined(__AVX512F__)
   for (; i + 16 <= n; i += 16)
-    // maskz: g++ 12's _mm512_cvtph_ps passes an uninitialized source (-Wuninitialized).
     _mm512_storeu_ps(out + i, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256((const __m256i*)(in + i))));
 #endif
 #if defined(__F16C__)
@@ -101,8 +115,8 @@ __attribute__((always_inline)) inline void floats_to_halves(const float* in, uin
   int i = 0;
 #if defined(__AVX512F__)
   for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256((__m256i*)(out + i),
-                        _mm512_cvtps_ph(_mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm256_storeu_si256((__m256i*)(out + i), _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(in + i),
+                                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #endif
 #if defined(__F16C__)
   for (; i + 8 <= n; i += 8)
