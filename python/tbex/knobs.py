@@ -1,23 +1,35 @@
 """tbex's knobs: every setting, in one table.
 
-=====================  ===========================================  =======================
-environment variable   meaning                                      programmatic setter
-=====================  ===========================================  =======================
-``TBEX_NUM_THREADS``   worker threads of compiled kernels            ``tbex.set_num_threads``
-                       (default: all cores)
-``TBEX_LOG``           comma-separated log topics printed to         (environment only)
-                       stderr: ``dispatch`` (which schedule each
-                       kernel uses and why the others do not),
-                       ``lower`` (stage times), ``conv`` (time of
-                       each step of convolution_backward: packing,
-                       kernels, unpacking), ``all``
-``TBEX_DUMP_DIR``      write each compiled kernel's lowered Halide   (environment only)
-                       loop nest to ``DIR/<problem>.<schedule>.stmt``
-``TBEX_DW_TILE``,      override the register tile of ``dw_tiled``    (environment only)
-``TBEX_DX_TILE``,      (``nt,kwt,ch``) / ``dx_tiled`` (``qt,ct``) /
-``TBEX_FWD_TILE``      ``fwd_tiled`` (``qt,ct``), for tiling
-                       experiments
-=====================  ===========================================  =======================
+=========================  ===========================================  =======================
+environment variable       meaning                                      programmatic setter
+=========================  ===========================================  =======================
+``TBEX_NUM_THREADS``       worker threads of compiled kernels            ``tbex.set_num_threads``
+                           (default: all cores)
+``TBEX_LOG``               comma-separated log topics printed to         (environment only)
+                           stderr: ``dispatch`` (which schedule each
+                           kernel uses and why the others do not),
+                           ``lower`` (stage times), ``conv`` (time of
+                           each step of convolution_backward: packing,
+                           kernels, unpacking), ``cache`` (disk-cache
+                           hits, misses, rebuilds, with timings),
+                           ``all``
+``TBEX_DUMP_DIR``          write each compiled kernel's lowered Halide   (environment only)
+                           loop nest to ``DIR/<problem>.<schedule>.stmt``
+``TBEX_CACHE_DIR``         on-disk kernel cache: compiled kernels are    ``python -m tbex.cache``
+                           shared objects under this directory, reused   ``list|info|clear``
+                           across processes (default
+                           ``$XDG_CACHE_HOME/tbex``, else
+                           ``~/.cache/tbex``)
+``TBEX_CACHE``             ``0`` turns the disk cache off (kernels are   (environment only)
+                           compiled in memory, nothing is written)
+``TBEX_ALWAYS_COMPILE``    ``1`` ignores existing cache entries:         (environment only)
+                           every kernel is recompiled and its entry
+                           overwritten
+``TBEX_DW_TILE``,          override the register tile of ``dw_tiled``    (environment only)
+``TBEX_DX_TILE``,          (``nt,kwt,ch``) / ``dx_tiled`` (``qt,ct``) /
+``TBEX_FWD_TILE``          ``fwd_tiled`` (``qt,ct``), for tiling
+                           experiments
+=========================  ===========================================  =======================
 
 ``threads(n)`` is a scoped override: ``with tbex.knobs.threads(1): ...``.
 """

@@ -141,26 +141,31 @@ struct Sha256 {
   }
 };
 
-/** sha256 of a file's bytes and its size; false if unreadable. */
+/** sha256 and size of an open file's bytes, read from the start; false on a read error. */
+bool sha256_fd(int fd, std::string& hex, int64_t& size) {
+  Sha256 s;
+  std::vector<uint8_t> buf(1 << 16);
+  for (int64_t off = 0;;) {
+    ssize_t n = ::pread(fd, buf.data(), buf.size(), off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    s.update(buf.data(), (size_t)n);
+    off += n;
+  }
+  hex = s.hex();
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return false;
+  size = st.st_size;
+  return true;
+}
+
 bool sha256_file(const std::string& path, std::string& hex, int64_t& size) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  Sha256 s;
-  std::vector<uint8_t> buf(1 << 16);
-  size = 0;
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      ::close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    s.update(buf.data(), (size_t)n);
-    size += n;
-  }
+  bool ok = sha256_fd(fd, hex, size);
   ::close(fd);
-  hex = s.hex();
-  return true;
+  return ok;
 }
 
 // ---- the identity of the tbex build: GNU build-id of the binary holding this code ----
@@ -346,9 +351,15 @@ Paths paths_of(const std::string& key) {
 
 std::string fn_name_of(const std::string& key) { return "tbex_" + key.substr(0, 24); }
 
-/** Opens the .so and finds its entry points; nullptr and `why` otherwise. */
-std::shared_ptr<Library> open_library(const std::string& so, const std::string& fn, std::string& why) {
-  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+/** Opens the .so and finds its entry points; nullptr and `why` otherwise. With fd >= 0 the
+ * library is loaded through /proc/self/fd, i.e. exactly the file that was checksummed (a file
+ * renamed over `so` meanwhile is not picked up, and an older build of the same path still loaded
+ * in this process is not reused by name). */
+std::shared_ptr<Library> open_library(const std::string& so, const std::string& fn, std::string& why,
+                                      int fd = -1) {
+  const std::string via = "/proc/self/fd/" + std::to_string(fd);
+  const bool by_fd = fd >= 0 && ::access(via.c_str(), R_OK) == 0;
+  void* h = ::dlopen((by_fd ? via : so).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = ::dlerror();
     why = std::string("dlopen failed: ") + (e ? e : "?");
@@ -372,14 +383,22 @@ std::shared_ptr<Library> validate(const std::string& key, const Paths& p, std::s
   const std::string side = read_text(p.json);
   if (side.empty()) return why = "sidecar missing or empty", nullptr;
   if (json_field(side, "key") != key) return why = "sidecar key mismatch (corrupt sidecar)", nullptr;
+  const int fd = ::open(p.so.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return why = "shared object missing or unreadable", nullptr;
   std::string hex;
   int64_t size = 0;
-  if (!sha256_file(p.so, hex, size)) return why = "shared object missing or unreadable", nullptr;
-  if (json_field(side, "so_size") != std::to_string(size))
-    return why = "size mismatch (truncated?): " + std::to_string(size) + " bytes, sidecar says " +
-                 json_field(side, "so_size"), nullptr;
-  if (json_field(side, "so_sha256") != hex) return why = "sha256 mismatch (corrupt)", nullptr;
-  return open_library(p.so, json_field(side, "function"), why);
+  std::shared_ptr<Library> lib;
+  if (!sha256_fd(fd, hex, size))
+    why = "shared object unreadable";
+  else if (json_field(side, "so_size") != std::to_string(size))
+    why = "size mismatch (truncated?): " + std::to_string(size) + " bytes, sidecar says " +
+          json_field(side, "so_size");
+  else if (json_field(side, "so_sha256") != hex)
+    why = "sha256 mismatch (corrupt)";
+  else
+    lib = open_library(p.so, json_field(side, "function"), why, fd);
+  ::close(fd);
+  return lib;
 }
 
 std::string sidecar_text(const std::string& key, const std::string& fn, const Fields& fields,
@@ -414,7 +433,47 @@ std::string sidecar_text(const std::string& key, const std::string& fn, const Fi
 }
 
 /** Compiles, links and publishes the entry (caller holds the lock); "" or why it could not. */
-std::string build(const std::string& key, const Paths& p, const Fields& fields, const EmitObject& emit,
+struct FileLock {
+  int fd = -1;
+  explicit FileLock(const std::string& path) {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+      while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~FileLock() {
+    if (fd >= 0) ::close(fd);  // releases the flock
+  }
+};
+
+/** <dir>/runtime/<key>.o, compiled once (under its lock) and published by rename; `fresh` forces
+ * a new one (the old one failed to link). "" with `why` if it cannot be made. */
+std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
+  Fields f = base_fields();
+  f.emplace_back("runtime", emit.runtime_id);
+  const std::string dir = cache_dir() + "/runtime";
+  const std::string obj = dir + "/" + key_of(f) + ".o";
+  if (!fresh && exists(obj)) return obj;
+  if (!make_dirs(dir)) return why = "cannot create " + dir, "";
+  FileLock lock(obj.substr(0, obj.size() - 2) + ".lock");
+  if (!fresh && exists(obj)) return obj;
+  auto t0 = Clock::now();
+  const std::string tmp = temp_name(obj);
+  try {
+    emit.runtime(tmp);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::rename(tmp.c_str(), obj.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return why = "cannot publish " + obj, "";
+  }
+  log_cache("  Halide runtime for " + emit.runtime_id + " compiled in " + fmt_ms(ms_since(t0)));
+  return obj;
+}
+
+std::string build(const std::string& key, const Paths& p, const Fields& fields, const Emitters& emit,
                   double& compile_ms) {
   const std::string cxx = find_cxx();
   if (cxx.empty()) return "no C++ compiler found ($CXX, c++, g++, clang++ on PATH)";
@@ -428,7 +487,7 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
   };
   auto t0 = Clock::now();
   try {
-    emit(obj, fn);
+    emit.kernel(obj, fn);
   } catch (...) {
     cleanup();
     throw;
@@ -440,9 +499,15 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
                               " local: *; };\n"))
     return cleanup(), "cannot write in " + p.dir;
   auto t1 = Clock::now();
-  std::string err = run_tool({cxx, "-shared", "-o", so_tmp, obj, "-Wl,--version-script=" + vers,
-                              "-Wl,-z,now", "-Wl,--as-needed"},
-                             tool_log);
+  std::string err;
+  for (bool fresh : {false, true}) {  // a stale or damaged runtime object: make it again, once
+    const std::string runtime = runtime_object(emit, fresh, err);
+    if (runtime.empty()) return cleanup(), err;
+    err = run_tool({cxx, "-shared", "-o", so_tmp, obj, runtime, "-Wl,--version-script=" + vers,
+                    "-Wl,-z,now", "-Wl,--as-needed"},
+                   tool_log);
+    if (err.empty()) break;
+  }
   const double link_ms = ms_since(t1);
   if (!err.empty()) return cleanup(), err;
   std::string hex;
@@ -456,23 +521,10 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
   if (!publish_text(p.json, sidecar_text(key, fn, fields, size, hex, compile_ms)))
     return cleanup(), "cannot write " + p.json;
   cleanup();
-  log_cache("  compile " + fmt_ms(emit_ms) + " (lower + LLVM), link " + fmt_ms(link_ms) + " (" +
+  log_cache("  compile " + fmt_ms(emit_ms) + " (Halide + LLVM), link " + fmt_ms(link_ms) + " (" +
             cxx + "), " + std::to_string(size) + " bytes");
   return "";
 }
-
-struct FileLock {
-  int fd = -1;
-  explicit FileLock(const std::string& path) {
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0)
-      while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
-      }
-  }
-  ~FileLock() {
-    if (fd >= 0) ::close(fd);  // releases the flock
-  }
-};
 
 std::shared_ptr<Library> fallback(const std::string& what, const std::string& why) {
   ++n_fallbacks;
@@ -517,7 +569,7 @@ std::string key_of(const Fields& fields) {
 }
 
 std::shared_ptr<Library> load_or_build(const Fields& fields, const std::string& what,
-                                       const EmitObject& emit) {
+                                       const Emitters& emit) {
   if (!cache_enabled()) return nullptr;
   auto t0 = Clock::now();
   const std::string key = key_of(fields);
@@ -557,7 +609,9 @@ std::shared_ptr<Library> load_or_build(const Fields& fields, const std::string& 
     return fallback(what, err);
   ++n_compiles;
   if (rebuild) ++n_rebuilds;
-  auto lib = open_library(p.so, fn_name_of(key), why);
+  const int fd = ::open(p.so.c_str(), O_RDONLY | O_CLOEXEC);
+  auto lib = open_library(p.so, fn_name_of(key), why, fd);
+  if (fd >= 0) ::close(fd);
   if (!lib) return fallback(what, "the fresh entry does not load: " + why);
   log_cache("stored " + key.substr(0, 16) + " " + what + " in " + fmt_ms(ms_since(t0)));
   return lib;

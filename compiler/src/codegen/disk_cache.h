@@ -1,8 +1,8 @@
 #pragma once
 /** Content-addressed on-disk cache of compiled kernels as shared objects.
  *
- * Entry: <dir>/<key[:2]>/<key>.so (the kernel and its Halide runtime; exports NAME_argv and the
- * runtime's handler setters only), <key>.json (sidecar: the key fields, size and sha256 of the .so,
+ * Entry: <dir>/<key[:2]>/<key>.so (the kernel and its own copy of the Halide runtime, linked from
+ * <dir>/runtime/<runtime key>.o; exports NAME_argv and the runtime's handler setters only), <key>.json (sidecar: the key fields, size and sha256 of the .so,
  * created time, schedule; used to validate), <key>.lock (flocked only while compiling).
  * key = sha256 of the key fields. Publishing is a write to a temp file in the same directory and
  * an atomic rename, so readers never see a partial file; an invalid entry (checksum mismatch,
@@ -34,14 +34,21 @@ Fields base_fields();
 std::string sha256_hex(const void* data, size_t n);
 std::string key_of(const Fields& fields);
 
-/** Writes the kernel's object file `obj_path` defining function `fn_name`. */
-using EmitObject = std::function<void(const std::string& obj_path, const std::string& fn_name)>;
+/** How to write an entry's objects. */
+struct Emitters {
+  /** The kernel's object file `obj_path` defining function `fn_name`, without the runtime. */
+  std::function<void(const std::string& obj_path, const std::string& fn_name)> kernel;
+  /** The Halide runtime for the kernels' target, as an object file; compiled once per
+   * `runtime_id` (with base_fields()) and kept under <dir>/runtime/, linked into every .so. */
+  std::function<void(const std::string& obj_path)> runtime;
+  std::string runtime_id;
+};
 
 /** The entry for `fields`: loaded if present and valid, else compiled with `emit`, linked and
  * published. nullptr when the disk cache is off or cannot be used (no C++ compiler, unwritable
  * directory, link failure): the caller falls back to the in-memory JIT; the reason is logged under
  * TBEX_LOG=cache. `what` names the kernel in log lines. Errors thrown by `emit` propagate. */
 std::shared_ptr<Library> load_or_build(const Fields& fields, const std::string& what,
-                                       const EmitObject& emit);
+                                       const Emitters& emit);
 
 }  // namespace tbex::disk

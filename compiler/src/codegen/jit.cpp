@@ -217,11 +217,14 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const Compile
   lower::Lowered lowered = lower::lower(problem, options.schedule, threads);
   dump_stmt(problem, lowered);
   const std::string what = problem.canonical() + " [" + lowered.schedule + "]";
-  auto lib = disk::load_or_build(
-      key_fields(problem, options, lowered, threads), what,
-      [&](const std::string& obj, const std::string& fn) {
-        lowered.pipeline.compile_to_object(obj, lowered.args, fn, so_target());
-      });
+  disk::Emitters emit;
+  emit.kernel = [&](const std::string& obj, const std::string& fn) {
+    lowered.pipeline.compile_to_object(obj, lowered.args, fn,
+                                       so_target().with_feature(Halide::Target::NoRuntime));
+  };
+  emit.runtime = [](const std::string& obj) { Halide::compile_standalone_runtime(obj, so_target()); };
+  emit.runtime_id = so_target().to_string();
+  auto lib = disk::load_or_build(key_fields(problem, options, lowered, threads), what, emit);
   if (lib) return std::make_shared<JitKernel>(problem, lowered.schedule, std::move(lib));
   return std::make_shared<JitKernel>(problem, lowered);
 }

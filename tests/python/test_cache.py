@@ -1,0 +1,219 @@
+"""The on-disk kernel cache across processes: a second process loads instead of compiling, four
+concurrent processes leave one valid entry, corrupt entries are rebuilt, TBEX_CACHE=0 writes
+nothing, TBEX_ALWAYS_COMPILE=1 recompiles, no C++ compiler falls back to the in-memory JIT, and
+`python -m tbex.cache list|info|clear`.
+
+Each test runs child processes on its own empty TBEX_CACHE_DIR; outcomes are read from the
+child's cache counters (tbex.cache.stats()) and its TBEX_LOG=cache lines, never from timings."""
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import tbex
+from tbex import cache
+
+# A small dW kernel; prints the sha256 of its result and the process's cache counters.
+CHILD = r"""
+import hashlib, json
+import numpy as np
+from tbex import cache, dsl
+rng = np.random.default_rng(0)
+x = (rng.integers(-8, 9, (1, 2, 1, 8, 8, 16)) / 8).astype(np.float32)
+dy = (rng.integers(-8, 9, (1, 2, 1, 6, 6, 16)) / 8).astype(np.float32)
+w = dsl.conv3d_backprop_filter(x, dy, [16, 1, 16, 3, 3],
+                               {"strides": [1, 1, 1], "pads": [0] * 6, "dilations": [1] * 5,
+                                "res_dtype": "float32"})
+print(json.dumps({"sha": hashlib.sha256(np.ascontiguousarray(w).tobytes()).hexdigest(),
+                  "stats": cache.stats()}))
+"""
+
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tbex.__file__)))
+
+
+def _env(cache_dir, **extra):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TBEX_CACHE", "TBEX_ALWAYS_COMPILE", "TBEX_LOG")}
+    env["TBEX_CACHE_DIR"] = str(cache_dir)
+    env["TBEX_LOG"] = "cache"
+    env["PYTHONPATH"] = PKG_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def _parse(proc):
+    out, err = proc.communicate(timeout=600) if isinstance(proc, subprocess.Popen) else (proc.stdout, proc.stderr)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1]), err
+
+
+def run_child(cache_dir, **extra):
+    """(result dict, stderr) of one child process."""
+    p = subprocess.run([sys.executable, "-c", CHILD], env=_env(cache_dir, **extra),
+                       capture_output=True, text=True, timeout=600)
+    return _parse(p)
+
+
+def files(cache_dir, pattern="*"):
+    """Entry files (the runtime/ objects excluded)."""
+    return sorted(f for f in glob.glob(os.path.join(str(cache_dir), "*", pattern))
+                  if os.path.basename(os.path.dirname(f)) != "runtime")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The in-memory JIT's result (disk cache off)."""
+    r, _ = run_child(tmp_path_factory.mktemp("nocache"), TBEX_CACHE="0")
+    return r["sha"]
+
+
+def test_second_process_loads_from_disk(tmp_path, reference):
+    first, err1 = run_child(tmp_path)
+    assert first["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 0, "fallbacks": 0}
+    assert "[tbex cache] miss" in err1
+    second, err2 = run_child(tmp_path)
+    assert second["stats"] == {"hits": 1, "compiles": 0, "rebuilds": 0, "fallbacks": 0}
+    assert "[tbex cache] hit" in err2 and "miss" not in err2
+    assert first["sha"] == second["sha"] == reference
+    assert len(files(tmp_path, "*.so")) == 1 and len(files(tmp_path, "*.json")) == 1
+
+
+def _entry(cache_dir):
+    (side,) = files(cache_dir, "*.json")
+    with open(side) as f:
+        return side[:-5] + ".so", side, json.load(f)
+
+
+def test_concurrent_processes_leave_one_valid_entry(tmp_path, reference):
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD], env=_env(tmp_path),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    results = [_parse(p)[0] for p in procs]
+    assert all(r["sha"] == reference for r in results)
+    assert sum(r["stats"]["compiles"] for r in results) == 1
+    assert sum(r["stats"]["hits"] for r in results) == 3
+    # One entry, no temp files left behind, and the .so matches its sidecar.
+    assert [os.path.basename(f).split(".", 1)[1] for f in files(tmp_path)] == ["json", "lock", "so"]
+    runtime = sorted(os.listdir(tmp_path / "runtime"))
+    assert [n.split(".", 1)[1] for n in runtime] == ["lock", "o"]
+    so, _, side = _entry(tmp_path)
+    with open(so, "rb") as f:
+        data = f.read()
+    assert side["so_size"] == len(data)
+    assert side["so_sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def _truncate(so, side_path):
+    with open(so, "r+b") as f:
+        f.truncate(os.path.getsize(so) // 2)
+
+
+def _flip_bytes(so, side_path):
+    with open(so, "r+b") as f:
+        f.seek(os.path.getsize(so) // 2)
+        chunk = f.read(64)
+        f.seek(os.path.getsize(so) // 2)
+        f.write(bytes(b ^ 0xFF for b in chunk))
+
+
+def _garbage_sidecar(so, side_path):
+    with open(side_path, "w") as f:
+        f.write("{ not json")
+
+
+def _garbage_so_matching_sidecar(so, side_path):
+    """A .so the checksum accepts but dlopen rejects."""
+    data = b"\x7fELF this is not a shared object" * 64
+    with open(so, "wb") as f:
+        f.write(data)
+    with open(side_path) as f:
+        side = f.read()
+    with open(side_path) as f:
+        old = json.load(f)
+    side = side.replace(str(old["so_size"]), str(len(data))).replace(
+        old["so_sha256"], hashlib.sha256(data).hexdigest())
+    with open(side_path, "w") as f:
+        f.write(side)
+
+
+def _deleted_sidecar(so, side_path):
+    os.unlink(side_path)
+
+
+@pytest.mark.parametrize("damage", [_truncate, _flip_bytes, _garbage_sidecar,
+                                    _garbage_so_matching_sidecar, _deleted_sidecar])
+def test_corrupt_entry_is_rebuilt(tmp_path, reference, damage):
+    run_child(tmp_path)
+    so, side_path, _ = _entry(tmp_path)
+    damage(so, side_path)
+    r, err = run_child(tmp_path)
+    assert r["sha"] == reference
+    assert r["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 1, "fallbacks": 0}
+    assert "[tbex cache] rebuild" in err
+    # The rebuilt entry is valid: the next process loads it.
+    again, _ = run_child(tmp_path)
+    assert again["stats"]["hits"] == 1 and again["sha"] == reference
+
+
+def test_cache_off_writes_nothing(tmp_path, reference):
+    d = tmp_path / "c"
+    r, err = run_child(d, TBEX_CACHE="0")
+    assert r["sha"] == reference
+    assert r["stats"] == {"hits": 0, "compiles": 0, "rebuilds": 0, "fallbacks": 0}
+    assert not d.exists()
+
+
+def test_always_compile_rebuilds(tmp_path, reference):
+    run_child(tmp_path)
+    _, _, before = _entry(tmp_path)
+    r, err = run_child(tmp_path, TBEX_ALWAYS_COMPILE="1")
+    assert r["sha"] == reference
+    assert r["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 0, "fallbacks": 0}
+    assert "forced compile" in err
+    _, _, after = _entry(tmp_path)
+    assert after["key"] == before["key"] and after["created"] > before["created"]
+
+
+def test_no_compiler_falls_back_to_jit(tmp_path, reference):
+    env = {"PATH": str(tmp_path / "empty-bin"), "CXX": ""}
+    r, err = run_child(tmp_path / "c", **env)
+    assert r["sha"] == reference
+    assert r["stats"] == {"hits": 0, "compiles": 0, "rebuilds": 0, "fallbacks": 1}
+    assert "no C++ compiler found" in err
+    assert files(tmp_path / "c", "*.so") == []
+
+
+def _cli(cache_dir, *args):
+    p = subprocess.run([sys.executable, "-m", "tbex.cache", *args], env=_env(cache_dir),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_cli_list_info_clear(tmp_path):
+    assert "entries  0" in _cli(tmp_path, "info")
+    run_child(tmp_path)
+    so, _, side = _entry(tmp_path)
+    listing = _cli(tmp_path, "list")
+    assert side["key"][:16] in listing and side["problem"] in listing
+    assert "dw_direct" in listing and "(invalid)" not in listing
+    info = _cli(tmp_path, "info")
+    assert f"dir      {tmp_path}" in info and "entries  1" in info
+    assert "cleared 1 entries" in _cli(tmp_path, "clear")
+    assert os.listdir(tmp_path) == [] and "entries  0" in _cli(tmp_path, "info")
+
+
+def test_python_api(tmp_path, capsys):
+    assert cache.entries(str(tmp_path)) == []
+    run_child(tmp_path)
+    (e,) = cache.entries(str(tmp_path))
+    assert e["valid"] and e["schedule"] == "dw_direct" and e["size"] == os.path.getsize(e["path"])
+    i = cache.info(str(tmp_path))
+    assert i["entries"] == 1 and i["bytes"] > e["size"]
+    assert cache.main(["list", "--dir", str(tmp_path)]) == 0
+    assert e["key"][:16] in capsys.readouterr().out
+    assert cache.clear(str(tmp_path)) == 1 and cache.entries(str(tmp_path)) == []
