@@ -24,5 +24,6 @@ void define_layout(pybind11::module_& m);
 void define_problem(pybind11::module_& m);
 void define_kernel(pybind11::module_& m);
 void define_conv_backward(pybind11::module_& m);
+void define_aot(pybind11::module_& m);
 void define_cache(pybind11::module_& m);
 }  // namespace tbex::py

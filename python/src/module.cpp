@@ -30,5 +30,6 @@ PYBIND11_MODULE(_C, m) {
   tbex::py::define_problem(m);
   tbex::py::define_kernel(m);
   tbex::py::define_conv_backward(m);
+  tbex::py::define_aot(m);
   tbex::py::define_cache(m);
 }

@@ -8,10 +8,10 @@ from . import _C
 
 _C._set_user_error_type(UserError)
 
-from . import dsl, knobs, layout, tvm  # noqa: E402
+from . import aot, dsl, knobs, layout, tvm  # noqa: E402
 from .knobs import num_threads, set_num_threads  # noqa: E402
 from .conv import convolution_backward  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["tvm", "dsl", "layout", "knobs", "UserError", "set_num_threads", "num_threads",
+__all__ = ["tvm", "dsl", "layout", "knobs", "aot", "UserError", "set_num_threads", "num_threads",
            "convolution_backward"]

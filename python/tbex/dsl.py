@@ -7,6 +7,8 @@ placeholders, they compute at once and return an array (the eager form).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import _C
@@ -153,7 +155,15 @@ class Kernel:
 
 def build(sch: Schedule, config: dict) -> Kernel:
     """Compiles a schedule. ``config["tensor_list"]`` lists the inputs (and the output) in the
-    order the kernel takes them; ``config["name"]`` names the kernel."""
+    order the kernel takes them; ``config["name"]`` names the kernel.
+
+    With ``config["output_dir"]`` it also writes the kernel ahead of time, as TBE writes
+    ``kernel_meta``: ``<output_dir>/kernel_meta/NAME.a``, ``NAME.h``, ``NAME.manifest.json``
+    (``config["aot_emit"]``, default static_library + header; ``config["target"]``, default
+    host) and the shared Halide runtime ``tbex_halide_runtime.a`` when it is missing. NAME is
+    the kernel's name (``config["name"]``, else para_dict's ``kernel_name``). The AOT kernel
+    takes the operands in the op's order (see NAME.h), not tensor_list's. The written paths
+    are ``kernel.aot_files``."""
     if not isinstance(sch, Schedule):
         raise UserError("sch: expected the result of dsl.auto_schedule", "", "sch")
     config = dict(config or {})
@@ -171,4 +181,21 @@ def build(sch: Schedule, config: dict) -> Kernel:
         names = [r.name for r in res.inputs]
         raise UserError(f"tensor_list must hold each input of {res.name} once: {names}", "", "tensor_list")
     native = _C.compile(res.problem, sch.schedule)
-    return Kernel(config.get("name") or res.name, native, res, order)
+    name = config.get("name") or res.name
+    kernel = Kernel(name, native, res, order)
+    kernel.aot_files = []
+    if config.get("output_dir"):
+        kernel.aot_files = _build_aot(res.problem, name, sch.schedule, config)
+    return kernel
+
+
+def _build_aot(problem, name, schedule, config) -> list:
+    from . import aot
+    out_dir = os.path.join(os.fspath(config["output_dir"]), "kernel_meta")
+    target = config.get("target", "host")
+    files = aot.emit(problem, name, out_dir, config.get("aot_emit", aot.DEFAULT_EMIT), target,
+                     schedule)
+    runtime = "tbex_halide_runtime"
+    if not os.path.exists(os.path.join(out_dir, runtime + ".a")):
+        files += aot.emit_runtime(runtime, out_dir, target)
+    return files
