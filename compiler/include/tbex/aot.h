@@ -3,9 +3,10 @@
  * compiler, Halide or LLVM.
  *
  * A kernel NAME is emitted without the Halide runtime (Target::NoRuntime), so many kernels share
- * one runtime (emit_aot_runtime). What a user links: NAME.a + the runtime's .a + tbex's
- * libtbex_aot_runtime.a + libtbex_runtime.a (the thread pool: tbex::set_num_threads and
- * TBEX_NUM_THREADS control AOT kernels exactly as they do JIT kernels). */
+ * one runtime (emit_aot_runtime). What a user links: NAME.a + the runtime's .a +
+ * libtbex_runtime.a, whose aot_runtime object (pulled in only by the kernel wrappers) installs
+ * tbex's thread pool as the Halide runtime's do_par_for: tbex::set_num_threads and
+ * TBEX_NUM_THREADS control AOT kernels exactly as they do JIT kernels. */
 #include <iosfwd>
 #include <string>
 #include <vector>
