@@ -7,6 +7,7 @@
 //                           2 -> two; prints the time per call at 1 and 2 threads
 #include TBEX_AOT_HEADER
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -218,18 +219,23 @@ int threads() {
   g_tbex_par_for = halide_set_custom_do_par_for(recording_par_for);
   check(g_tbex_par_for != nullptr && g_tbex_par_for != halide_default,
         "the kernel's first call must install tbex's do_par_for");
-  double ms[3] = {0, 0, 0};
+  // Rounds alternate 1 and 2 threads and keep each count's best round: on a shared machine the
+  // other load then affects both counts alike.
+  double ms[3] = {1e30, 1e30, 1e30};
   size_t seen[3] = {0, 0, 0};
-  for (int n : {1, 2}) {
-    tbex_aot_set_num_threads(n);
-    check(tbex_aot_num_threads() == n, "tbex_aot_set_num_threads");
-    g_threads.clear();
-    call(in, out);  // warm the pool
-    const int reps = 20;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) check(call(in, out) == 0, "kernel returned an error");
-    ms[n] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
-    seen[n] = g_threads.size();
+  for (int round = 0; round < 5; ++round) {
+    for (int n : {1, 2}) {
+      tbex_aot_set_num_threads(n);
+      check(tbex_aot_num_threads() == n, "tbex_aot_set_num_threads");
+      g_threads.clear();
+      call(in, out);  // warm the pool
+      const int reps = 10;
+      auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r) check(call(in, out) == 0, "kernel returned an error");
+      const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ms[n] = std::min(ms[n], t / reps);
+      seen[n] = std::max(seen[n], g_threads.size());
+    }
   }
   check(seen[1] == 1, "1 thread: tasks ran on " + std::to_string(seen[1]) + " OS threads");
   check(seen[2] == 2, "2 threads: tasks ran on " + std::to_string(seen[2]) + " OS threads");
