@@ -152,7 +152,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workloads", default="c32,seed")
-    ap.add_argument("--passes", default="dw,dx")
+    ap.add_argument("--passes", default="dw,dx", help="dw,dx,fwd (fwd: the forward conv)")
     ap.add_argument("--dtypes", default="f32,f16,bf16")
     ap.add_argument("--compilers", default="g++,clang++")
     ap.add_argument("--threads", type=int, default=2)

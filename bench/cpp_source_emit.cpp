@@ -2,7 +2,7 @@
  * and as an LLVM-compiled object of the same schedule, plus a standalone Halide runtime object
  * and the operand shapes, so one harness can time both on the same inputs.
  *
- *   cpp_source_emit op=dw|dx dtype=f32|f16|bf16 N= Cin= Cout= groups= D= H= W= Kd= Kh= Kw=
+ *   cpp_source_emit op=dw|dx|fwd dtype=f32|f16|bf16 N= Cin= Cout= groups= D= H= W= Kd= Kh= Kw=
  *                   sd= sh= sw= pads=f,b,t,bo,l,r threads= dir=DIR name=NAME
  *                   [schedule=auto|NAME]
  * writes DIR/NAME.cpp, DIR/NAME.h, DIR/NAME_llvm.o, DIR/NAME_llvm.h, DIR/NAME.shapes (one line
@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
                                      {g.cout, g.kernel[0], g.cin_pg(), g.kernel[1], g.kernel[2]}, para);
     out_shape = {p.group.real_g, g.kernel[0], p.group.cin1_g, g.kernel[1], g.kernel[2],
                  p.group.cout_g, kC0};
+  } else if (a["op"] == "fwd") {
+    p = make_forward_problem(g, dt, DType::kFloat32);
+    out_shape = p.dy_shape();
   } else {
     para.strides = std::vector<int64_t>{1, g.stride[0], g.stride[1], g.stride[2], 1};
     para.res_dtype = "float32";
