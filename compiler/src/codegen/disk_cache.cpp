@@ -432,7 +432,8 @@ std::string sidecar_text(const std::string& key, const std::string& fn, const Fi
   return s;
 }
 
-/** Compiles, links and publishes the entry (caller holds the lock); "" or why it could not. */
+/** An exclusive flock on `path` (created if missing) for the object's lifetime; fd < 0 if the
+ * file cannot be opened. */
 struct FileLock {
   int fd = -1;
   explicit FileLock(const std::string& path) {
@@ -473,6 +474,7 @@ std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
   return obj;
 }
 
+/** Compiles, links and publishes the entry (caller holds the lock); "" or why it could not. */
 std::string build(const std::string& key, const Paths& p, const Fields& fields, const Emitters& emit,
                   double& compile_ms) {
   const std::string cxx = find_cxx();
