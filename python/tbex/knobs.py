@@ -25,6 +25,13 @@ environment variable       meaning                                      programm
 ``TBEX_ALWAYS_COMPILE``    ``1`` ignores existing cache entries:         (environment only)
                            every kernel is recompiled and its entry
                            overwritten
+``TBEX_CC``                C compiler tbexc / ``python -m tbex aot``      (environment only)
+                           use for the kernel wrapper of a static
+                           library or object (default ``$CC``, else
+                           ``cc``)
+``TBEX_HALIDE_INCLUDE_DIR``  where that compile finds                   (environment only)
+                           ``HalideRuntime.h`` (default: the Halide
+                           wheel tbex was built against)
 ``TBEX_DW_TILE``,          override the register tile of ``dw_tiled``    (environment only)
 ``TBEX_DX_TILE``,          (``nt,kwt,ch``) / ``dx_tiled`` (``qt,ct``) /
 ``TBEX_FWD_TILE``          ``fwd_tiled`` (``qt,ct``), for tiling
