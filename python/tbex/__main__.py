@@ -1,15 +1,19 @@
-"""``python -m tbex aot ...``: ahead-of-time kernels (the tbexc command line)."""
+"""``python -m tbex aot ...`` (the tbexc command line) and ``python -m tbex cache list|info|clear``
+(the on-disk kernel cache)."""
 import sys
 
-from . import aot
-
-USAGE = "usage: python -m tbex aot [tbexc flags]   (python -m tbex aot --help for the flags)\n"
+USAGE = ("usage: python -m tbex aot [tbexc flags]      (python -m tbex aot --help for the flags)\n"
+         "       python -m tbex cache list|info|clear\n")
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "aot":
+        from . import aot
         return aot.main(argv[1:])
+    if argv and argv[0] == "cache":
+        from . import cache
+        return cache.main(argv[1:])
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0

@@ -187,8 +187,8 @@ def test_no_compiler_falls_back_to_jit(tmp_path, reference):
     assert files(tmp_path / "c", "*.so") == []
 
 
-def _cli(cache_dir, *args):
-    p = subprocess.run([sys.executable, "-m", "tbex.cache", *args], env=_env(cache_dir),
+def _cli(cache_dir, *args, module="tbex.cache"):
+    p = subprocess.run([sys.executable, "-m", *module.split(), *args], env=_env(cache_dir),
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return p.stdout
@@ -203,6 +203,7 @@ def test_cli_list_info_clear(tmp_path):
     assert "dw_direct" in listing and "(invalid)" not in listing
     info = _cli(tmp_path, "info")
     assert f"dir      {tmp_path}" in info and "entries  1" in info
+    assert info == _cli(tmp_path, "info", module="tbex cache")  # the package entry point too
     assert "cleared 1 entries" in _cli(tmp_path, "clear")
     assert os.listdir(tmp_path) == [] and "entries  0" in _cli(tmp_path, "info")
 
