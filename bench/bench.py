@@ -731,6 +731,27 @@ def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0
 # main
 
 
+def write_section(path, section, text):
+    """Replaces `section` of the markdown file `path` (up to the next '## ' heading), or appends
+    it: the scripts that add a section of their own to RESULTS.md share this."""
+    path = Path(path)
+    old = path.read_text() if path.exists() else "# tbex benchmark results\n"
+    lines = old.splitlines()
+    if section in lines:
+        start = lines.index(section)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
+                   len(lines))
+        before, after = lines[:start], lines[end:]
+    else:
+        before, after = lines, []
+    while before and not before[-1].strip():
+        before.pop()
+    out = "\n".join(before) + "\n\n" + text.rstrip("\n") + "\n"
+    if after:
+        out += "\n" + "\n".join(after) + "\n"
+    path.write_text(out)
+
+
 def parse_list(s, conv=str):
     return [conv(v.strip()) for v in s.split(",") if v.strip()]
 

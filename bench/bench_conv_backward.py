@@ -228,26 +228,6 @@ def section_text(cmd, machine, rows, elapsed, waited):
     ])
 
 
-def write_section(path, text):
-    """Replaces this script's section of `path` (up to the next '## ' heading), or appends it."""
-    path = Path(path)
-    old = path.read_text() if path.exists() else "# tbex benchmark results\n"
-    lines = old.splitlines()
-    if SECTION in lines:
-        start = lines.index(SECTION)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-                   len(lines))
-        before, after = lines[:start], lines[end:]
-    else:
-        before, after = lines, []
-    while before and not before[-1].strip():
-        before.pop()
-    out = "\n".join(before) + "\n\n" + text.rstrip("\n") + "\n"
-    if after:
-        out += "\n" + "\n".join(after) + "\n"
-    path.write_text(out)
-
-
 # --------------------------------------------------------------------------------------------
 # main
 
@@ -330,7 +310,7 @@ def main(argv=None):
                                                "elapsed_s": elapsed, "waited_s": avail.waited},
                                               indent=1, default=str))
     if args.out:
-        write_section(args.out, section_text(cmd, machine, rows, elapsed, avail.waited))
+        B.write_section(args.out, SECTION, section_text(cmd, machine, rows, elapsed, avail.waited))
         print("wrote %s (section %r)" % (args.out, SECTION))
 
 

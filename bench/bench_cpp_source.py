@@ -26,6 +26,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import bench as B  # noqa: E402  (write_section)
+
 SECTION = "## C++ source kernels (issue 4)"
 GOAL = 1.25  # issue 4: C++ kernel time / LLVM kernel time <= 1.25 with each compiler
 WORKLOADS = {
@@ -130,26 +133,6 @@ def render(rows, argv, versions, threads, elapsed):
         " (goal <= %.2fx)." % GOAL, ""])
 
 
-def write_section(path, text):
-    """Replaces this script's section of `path` (up to the next '## ' heading), or appends it."""
-    path = Path(path)
-    old = path.read_text() if path.exists() else "# tbex benchmark results\n"
-    lines = old.splitlines()
-    if SECTION in lines:
-        start = lines.index(SECTION)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-                   len(lines))
-        before, after = lines[:start], lines[end:]
-    else:
-        before, after = lines, []
-    while before and not before[-1].strip():
-        before.pop()
-    out = "\n".join(before) + "\n\n" + text.rstrip("\n") + "\n"
-    if after:
-        out += "\n" + "\n".join(after) + "\n"
-    path.write_text(out)
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -176,7 +159,7 @@ def main(argv=None):
     text = render(rows, argv, [compiler_version(c) for c in compilers], a.threads, time.time() - t0)
     print(text)
     if a.out:
-        write_section(a.out, text)
+        B.write_section(a.out, SECTION, text)
     return 0 if all(r["bit_identical"] for r in rows) else 1
 
 

@@ -24,6 +24,26 @@ aclFormat format_for(size_t rank) {
 /** fp32 accumulation error allowance relative to sum|terms|. */
 constexpr double kAccEps = 2e-5;
 
+/** Plans and runs one call computing all three gradients (groups 1, not transposed,
+ * cubeMathType 0) in the caller's workspace. */
+void run_all_outputs(const Geometry& g, HostTensor& dy, HostTensor& x, HostTensor& w,
+                     HostTensor& dx, HostTensor& dw, HostTensor& db) {
+  IntArray bias({g.cout()}), stride(g.stride), padding(g.padding), dilation(g.dilation),
+      out_pad(g.output_padding);
+  BoolArray mask({true, true, true});
+  uint64_t ws_size = 0;
+  aclOpExecutor* exec = nullptr;
+  ASSERT_EQ(aclnnConvolutionBackwardGetWorkspaceSize(
+                dy.get(), x.get(), w.get(), bias.handle, stride.handle, padding.handle,
+                dilation.handle, false, out_pad.handle, 1, mask.handle, 0, dx.get(), dw.get(),
+                db.get(), &ws_size, &exec),
+            ACLNN_SUCCESS)
+      << aclGetRecentErrMsg();
+  std::vector<unsigned char> ws(ws_size);
+  ASSERT_EQ(aclnnConvolutionBackward(ws.data(), ws_size, exec, nullptr), ACLNN_SUCCESS)
+      << aclGetRecentErrMsg();
+}
+
 void run_case(const Case& c) {
   const Geometry& g = c.g;
   std::mt19937 rng(1234);
@@ -227,20 +247,7 @@ TEST(AclnnDtypes, MixedInputsPromoteToFloat) {
       dy(g.y(), ACL_FLOAT, ACL_FORMAT_NCDHW), dx(g.x, ACL_FLOAT, ACL_FORMAT_NCDHW),
       dw(g.w, ACL_FLOAT, ACL_FORMAT_NCDHW), db({g.cout()}, ACL_FLOAT, ACL_FORMAT_ND);
   std::vector<double> xv = x.fill_random(rng), wv = w.fill_random(rng), yv = dy.fill_random(rng);
-  IntArray bias({g.cout()}), stride(g.stride), padding(g.padding), dilation(g.dilation),
-      out_pad(g.output_padding);
-  BoolArray mask({true, true, true});
-  uint64_t ws_size = 0;
-  aclOpExecutor* exec = nullptr;
-  ASSERT_EQ(aclnnConvolutionBackwardGetWorkspaceSize(
-                dy.get(), x.get(), w.get(), bias.handle, stride.handle, padding.handle,
-                dilation.handle, false, out_pad.handle, 1, mask.handle, 0, dx.get(), dw.get(),
-                db.get(), &ws_size, &exec),
-            ACLNN_SUCCESS)
-      << aclGetRecentErrMsg();
-  std::vector<unsigned char> ws(ws_size);
-  ASSERT_EQ(aclnnConvolutionBackward(ws.data(), ws_size, exec, nullptr), ACLNN_SUCCESS)
-      << aclGetRecentErrMsg();
+  ASSERT_NO_FATAL_FAILURE(run_all_outputs(g, dy, x, w, dx, dw, db));
   Reference r = reference(g, xv, wv, yv);
   expect_close("gradInput", dx, r.dx, r.dx_abs, kAccEps);
   expect_close("gradWeight", dw, r.dw, r.dw_abs, kAccEps);
@@ -256,20 +263,7 @@ TEST(AclnnEmpty, ZeroBatch) {
       dw(g.w, ACL_FLOAT, ACL_FORMAT_NCDHW), db({2}, ACL_FLOAT, ACL_FORMAT_ND);
   std::mt19937 rng(5);
   w.fill_random(rng);
-  IntArray bias({2}), stride(g.stride), padding(g.padding), dilation(g.dilation),
-      out_pad(g.output_padding);
-  BoolArray mask({true, true, true});
-  uint64_t ws_size = 0;
-  aclOpExecutor* exec = nullptr;
-  ASSERT_EQ(aclnnConvolutionBackwardGetWorkspaceSize(
-                dy.get(), x.get(), w.get(), bias.handle, stride.handle, padding.handle,
-                dilation.handle, false, out_pad.handle, 1, mask.handle, 0, dx.get(), dw.get(),
-                db.get(), &ws_size, &exec),
-            ACLNN_SUCCESS)
-      << aclGetRecentErrMsg();
-  std::vector<unsigned char> ws(ws_size);
-  ASSERT_EQ(aclnnConvolutionBackward(ws.data(), ws_size, exec, nullptr), ACLNN_SUCCESS)
-      << aclGetRecentErrMsg();
+  ASSERT_NO_FATAL_FAILURE(run_all_outputs(g, dy, x, w, dx, dw, db));
   for (double v : dw.values()) EXPECT_EQ(v, 0.0);
   for (double v : db.values()) EXPECT_EQ(v, 0.0);
 }

@@ -15,6 +15,12 @@ UserError::UserError(std::string code, std::string param, const std::string& mes
       code_(std::move(code)),
       param_(std::move(param)) {}
 
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
 InternalError::InternalError(const std::string& message)
     : std::logic_error("tbex internal error (please report): " + message) {}
 

@@ -34,7 +34,8 @@ foreach(f ${NAME}.h ${NAME}.manifest.json)
 endforeach()
 if(LINK STREQUAL "cpp")
   run("${CXX}" -std=c++17 -O2 -c "${WORK}/${NAME}_halide.cpp" -o "${WORK}/${NAME}_halide.o")
-  run("${CXX}" -x c -std=c99 -O2 "-I${HALIDE_INCLUDE}" -c "${WORK}/${NAME}_wrapper.c"
+  # Only the emitted files: tbexc ships HalideRuntime.h next to the wrapper (no Halide needed).
+  run("${CXX}" -x c -std=c99 -O2 "-I${WORK}" -c "${WORK}/${NAME}_wrapper.c"
       -o "${WORK}/${NAME}_wrapper.o")
 endif()
 run("${CXX}" -std=c++17 -O1 -Wall -Wextra -Werror "-DTBEX_AOT_NAME=${NAME}"

@@ -18,6 +18,7 @@
 namespace tbex {
 namespace {
 
+using test::Case;
 using test::count;
 using test::encode;
 using test::expect_close;
@@ -26,13 +27,6 @@ using test::random_eighths;
 // Two threads whatever the machine, so the multi-thread paths (tile groups, reduction split)
 // are what these tests check.
 const int kThreadsSet = (set_num_threads(2), 2);
-
-struct Case {
-  const char* name;
-  int64_t n, cin, cout, groups;
-  std::array<int64_t, 3> in, k, s, dil;
-  std::array<int64_t, 6> pads;
-};
 
 const Case kCases[] = {
     {"plain", 2, 16, 16, 1, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},

@@ -2,6 +2,7 @@
 // Helpers shared by the kernel correctness tests: exact test data, dtype encoding, comparison.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -10,6 +11,15 @@
 #include "tbex/tbex.h"
 
 namespace tbex::test {
+
+/** One convolution geometry of the kernel tests (NCDHW terms; pads front, back, top, bottom,
+ * left, right). */
+struct Case {
+  const char* name;
+  int64_t n, cin, cout, groups;
+  std::array<int64_t, 3> in, k, s, dil;
+  std::array<int64_t, 6> pads;
+};
 
 /** Multiples of 1/8 in [-1, 1]: exact in fp16, bf16 and fp32, with exact fp32 partial sums in
  * the tests' small problems. */

@@ -33,13 +33,6 @@
 namespace tbex {
 namespace {
 
-std::string str(const std::vector<int64_t>& v) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-  s << "]";
-  return s.str();
-}
 
 /** The aclnn spelling of a parameter, as a suffix for messages (Python spells them snake_case). */
 std::string aclnn_alias(const char* snake) {
@@ -65,8 +58,8 @@ std::vector<int64_t> window(const std::vector<int64_t>& v, const char* param, si
   check(v.size() == n || (alt && v.size() == alt), param,
         "expected " + std::to_string(n) + (alt ? " or " + std::to_string(alt) : "") +
             " values for a " + std::to_string(n) + "D convolution, got " +
-            std::to_string(v.size()) + " " + str(v));
-  for (int64_t x : v) check(x >= lo, param, "every value must be >= " + std::to_string(lo) + ", got " + str(v));
+            std::to_string(v.size()) + " " + list_str(v));
+  for (int64_t x : v) check(x >= lo, param, "every value must be >= " + std::to_string(lo) + ", got " + list_str(v));
   return v;
 }
 
@@ -150,22 +143,22 @@ void Plan::validate_args() {
   const auto& go = a.grad_output_shape;
   const auto& w = a.weight_shape;
   check(in.size() >= 3 && in.size() <= 5, "input",
-        "rank must be 3 (NCL), 4 (NCHW) or 5 (NCDHW), got shape " + str(in));
+        "rank must be 3 (NCL), 4 (NCHW) or 5 (NCDHW), got shape " + list_str(in));
   check(go.size() == in.size(), "grad_output",
         "rank " + std::to_string(go.size()) + " differs from input's rank " +
-            std::to_string(in.size()) + " (shapes " + str(go) + " and " + str(in) + ")");
+            std::to_string(in.size()) + " (shapes " + list_str(go) + " and " + list_str(in) + ")");
   check(w.size() == in.size(), "weight",
         "rank " + std::to_string(w.size()) + " differs from input's rank " +
-            std::to_string(in.size()) + " (shapes " + str(w) + " and " + str(in) + ")");
+            std::to_string(in.size()) + " (shapes " + list_str(w) + " and " + list_str(in) + ")");
   for (size_t i = 0; i < in.size(); ++i) {
     check(in[i] > 0 || (i == 0 && in[i] == 0), "input",
-          "every dim must be > 0 (only N may be 0), got shape " + str(in));
+          "every dim must be > 0 (only N may be 0), got shape " + list_str(in));
     check(go[i] > 0 || (i == 0 && go[i] == 0 && in[0] == 0), "grad_output",
-          "every dim must be > 0 (N may be 0 only with input's N), got shape " + str(go));
-    check(w[i] > 0, "weight", "every dim must be > 0, got shape " + str(w));
-    check(in[i] <= INT32_MAX, "input", "dims must be < 2^31, got shape " + str(in));
-    check(go[i] <= INT32_MAX, "grad_output", "dims must be < 2^31, got shape " + str(go));
-    check(w[i] <= INT32_MAX, "weight", "dims must be < 2^31, got shape " + str(w));
+          "every dim must be > 0 (N may be 0 only with input's N), got shape " + list_str(go));
+    check(w[i] > 0, "weight", "every dim must be > 0, got shape " + list_str(w));
+    check(in[i] <= INT32_MAX, "input", "dims must be < 2^31, got shape " + list_str(in));
+    check(go[i] <= INT32_MAX, "grad_output", "dims must be < 2^31, got shape " + list_str(go));
+    check(w[i] <= INT32_MAX, "weight", "dims must be < 2^31, got shape " + list_str(w));
   }
   const size_t sp = in.size() - 2;
   const auto stride = window(a.stride, "stride", sp, 0, 1);
@@ -182,10 +175,10 @@ void Plan::validate_args() {
   for (size_t i = 0; i < sp; ++i) {
     if (!a.transposed)
       check(opad[i] == 0, "output_padding",
-            "must be 0 unless transposed is true, got " + str(a.output_padding));
+            "must be 0 unless transposed is true, got " + list_str(a.output_padding));
     else
       check(opad[i] < stride[i], "output_padding",
-            "each value must be in [0, stride), got " + str(opad) + " with stride " + str(stride));
+            "each value must be in [0, stride), got " + list_str(opad) + " with stride " + list_str(stride));
   }
   check(go[0] == in[0], "grad_output",
         "batch " + std::to_string(go[0]) + " differs from input's batch " + std::to_string(in[0]));
@@ -240,20 +233,20 @@ void Plan::validate_args() {
     if (!a.transposed) {
       check(padded >= dk, "input",
             std::string("padded ") + kAxis[i] + " " + std::to_string(padded) +
-                " is smaller than the dilated kernel " + std::to_string(dk) + " (input " + str(in) +
-                ", padding " + str(a.padding) + ", weight " + str(w) + ")");
+                " is smaller than the dilated kernel " + std::to_string(dk) + " (input " + list_str(in) +
+                ", padding " + list_str(a.padding) + ", weight " + list_str(w) + ")");
       want = (padded - dk) / s3[i] + 1;
     } else {
       want = (in3[i] - 1) * s3[i] - pads6[2 * i] - pads6[2 * i + 1] + dk + op3[i];
       check(want >= 1, "padding",
             std::string("the transposed output ") + kAxis[i] + " would be " +
-                std::to_string(want) + " (padding " + str(a.padding) + " too large)");
+                std::to_string(want) + " (padding " + list_str(a.padding) + " too large)");
     }
     check(go3[i] == want, "grad_output",
           std::string("spatial ") + kAxis[i] + " is " + std::to_string(go3[i]) +
-              " but input " + str(in) + ", weight " + str(w) + ", stride " + str(stride) +
-              ", padding " + str(a.padding) + ", dilation " + str(dil) +
-              (a.transposed ? ", output_padding " + str(opad) : "") + " give " +
+              " but input " + list_str(in) + ", weight " + list_str(w) + ", stride " + list_str(stride) +
+              ", padding " + list_str(a.padding) + ", dilation " + list_str(dil) +
+              (a.transposed ? ", output_padding " + list_str(opad) : "") + " give " +
               std::to_string(want));
     c.kernel[i] = k3[i];
     c.stride[i] = s3[i];
@@ -273,7 +266,7 @@ void Plan::validate_args() {
     check(a.bias_sizes->size() == 1 && (*a.bias_sizes)[0] == bias_c, "bias_sizes",
           "must be [" + std::to_string(bias_c) + "] (" +
               (a.transposed ? "weight.shape[1] * groups" : "weight.shape[0]") + "), got " +
-              str(*a.bias_sizes));
+              list_str(*a.bias_sizes));
   spec_[0] = {in, promote(a.input_dtype, a.grad_output_dtype)};
   spec_[1] = {w, promote(a.weight_dtype, a.grad_output_dtype)};
   spec_[2] = {{bias_c}, a.grad_output_dtype};
@@ -283,7 +276,7 @@ void Plan::validate_args() {
     if (!a.output_mask[i] || !*given[i]) continue;
     const TensorSpec& t = **given[i];
     check(t.shape == spec_[i].shape, kOut[i],
-          "shape " + str(t.shape) + " must be " + str(spec_[i].shape));
+          "shape " + list_str(t.shape) + " must be " + list_str(spec_[i].shape));
     check(t.dtype == spec_[i].dtype, kOut[i],
           std::string("dtype ") + dtype_name(t.dtype) + " must be " + dtype_name(spec_[i].dtype) +
               (i == 2 ? " (grad_output's dtype)"
@@ -349,7 +342,7 @@ void Plan::build() {
 View5 view_of(const StridedTensor* t, const char* param, const std::vector<int64_t>& shape,
               DType dtype) {
   check(t != nullptr, param, "is required (its output_mask entry is true) but null");
-  check(t->shape == shape, param, "shape " + str(t->shape) + " must be " + str(shape));
+  check(t->shape == shape, param, "shape " + list_str(t->shape) + " must be " + list_str(shape));
   check(t->dtype == dtype, param,
         std::string("dtype ") + dtype_name(t->dtype) + " must be " + dtype_name(dtype));
   std::vector<int64_t> st = t->strides;
@@ -361,7 +354,7 @@ View5 view_of(const StridedTensor* t, const char* param, const std::vector<int64
         "has " + std::to_string(st.size()) + " strides for rank " + std::to_string(shape.size()));
   int64_t numel = 1;
   for (size_t i = 0; i < st.size(); ++i) {
-    check(st[i] >= 0, param, "negative strides are not supported, got " + str(st));
+    check(st[i] >= 0, param, "negative strides are not supported, got " + list_str(st));
     numel *= shape[i];
   }
   check(t->data != nullptr || numel == 0, param, "data pointer is null");

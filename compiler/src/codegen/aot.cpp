@@ -16,6 +16,7 @@
 
 #include "Halide.h"
 #include "codegen/aot_files.h"
+#include "codegen/files.h"
 #include "codegen/cpp_source.h"
 #include "lower/pipeline.h"
 #include "tbex/errors.h"
@@ -29,6 +30,9 @@ namespace fs = std::filesystem;
 
 namespace tbex {
 namespace {
+
+using codegen::read_text;
+using codegen::write_text;
 
 const std::set<std::string> kEmitKinds{"static_library", "object", "header", "cpp"};
 
@@ -60,19 +64,6 @@ std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  internal_check(f.good(), "cannot write " + path);
 }
 
 /** Runs a host tool (the C compiler); its output goes to `log`, quoted in the error. */
@@ -179,9 +170,15 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
       write_text(h, codegen::aot_header(problem, info));
       files.push_back(h);
     }
-    if (wants(o, "cpp"))
+    if (wants(o, "cpp")) {
       for (const std::string& f : codegen::emit_cpp_source(l, o.name + "_halide", kt, o.out_dir))
         files.push_back(f);
+      // The wrapper includes HalideRuntime.h (the runtime's C API, a plain header): ship it, so
+      // the sources build where no Halide is installed.
+      const std::string rt_h = o.out_dir + "/HalideRuntime.h";
+      write_text(rt_h, read_text(halide_include_dir() + "/HalideRuntime.h"));
+      files.push_back(rt_h);
+    }
   } catch (const Halide::CompileError& e) {
     throw InternalError("Halide rejected the pipeline for " + problem.canonical() + ": " + e.what());
   } catch (const Halide::Error& e) {

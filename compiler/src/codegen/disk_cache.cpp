@@ -23,6 +23,7 @@
 #include <random>
 #include <sstream>
 
+#include "codegen/files.h"
 #include "lower/log.h"
 #include "tbex/cache.h"
 
@@ -30,6 +31,8 @@ extern char** environ;
 
 namespace tbex {
 namespace {
+
+using codegen::read_text;
 
 std::atomic<int64_t> n_hits{0}, n_compiles{0}, n_rebuilds{0}, n_fallbacks{0};
 
@@ -254,13 +257,6 @@ bool publish_text(const std::string& path, const std::string& text) {
     return false;
   }
   return true;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 std::string json_escape(const std::string& s) {

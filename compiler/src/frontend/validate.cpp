@@ -19,23 +19,16 @@ constexpr const char* kOutSizeRule[3] = {"E60024", "E60025", "E62508"};
 /** Largest tensor tbex accepts: 2^46 bytes (64 TiB) keeps every offset far from int64 overflow. */
 constexpr int64_t kMaxBytes = int64_t(1) << 46;
 
-std::string str(const std::vector<int64_t>& v) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-  s << "]";
-  return s.str();
-}
 
 void check_len(const std::vector<int64_t>& v, size_t n, const char* param) {
   user_check(v.size() == n, "", param,
              "expected " + std::to_string(n) + " values, got " + std::to_string(v.size()) + " " +
-                 str(v));
+                 list_str(v));
 }
 
 void check_positive(const std::vector<int64_t>& v, const char* param) {
   for (int64_t d : v)
-    user_check(d > 0, "", param, "every value must be > 0, got " + str(v));
+    user_check(d > 0, "", param, "every value must be > 0, got " + list_str(v));
 }
 
 /** 6HD operand: 6 dims > 0 and C0 == 16. */
@@ -43,7 +36,7 @@ void check_6hd(const std::vector<int64_t>& s, const char* param) {
   check_len(s, 6, param);
   check_positive(s, param);
   user_check(s[5] == kC0, "E62511", param,
-             "C0 (last dim of the 6HD shape " + str(s) + ") must be 16, got " + std::to_string(s[5]));
+             "C0 (last dim of the 6HD shape " + list_str(s) + ") must be 16, got " + std::to_string(s[5]));
 }
 
 std::vector<int64_t> or_default(const std::optional<std::vector<int64_t>>& v,
@@ -55,9 +48,9 @@ void check_bytes(const std::vector<int64_t>& shape, DType t, const char* param) 
   int64_t bytes = (int64_t)dtype_size(t);
   for (int64_t d : shape) {
     user_check(d <= INT32_MAX, "", param,
-               "dimension " + std::to_string(d) + " of shape " + str(shape) + " exceeds 2^31-1");
+               "dimension " + std::to_string(d) + " of shape " + list_str(shape) + " exceeds 2^31-1");
     user_check(d == 0 || bytes <= kMaxBytes / d, "", param,
-               "tensor of shape " + str(shape) + " is too large (more than 2^46 bytes)");
+               "tensor of shape " + list_str(shape) + " is too large (more than 2^46 bytes)");
     bytes *= d;
   }
 }
@@ -83,14 +76,14 @@ void parse_window(ConvGeometry& g, const ParaDict& para, const AxisOrder& order,
   check_positive(strides, "strides");
   if (five_strides)
     user_check(strides[order.nc[0]] == 1 && strides[order.nc[1]] == 1, "", "strides",
-               "stride on N and C" + where + str(strides));
+               "stride on N and C" + where + list_str(strides));
   check_len(pads, 6, "pads");
   check_len(dil, 5, "dilations");
   user_check(dil[order.nc[0]] == 1 && dil[order.nc[1]] == 1, "E62510", "dilations",
-             "dilation on N and C" + where + str(dil));
+             "dilation on N and C" + where + list_str(dil));
   check_positive(dil, "dilations");
   for (int i = 0; i < 6; ++i)
-    user_check(pads[i] >= 0, "", "pads", "every pad must be >= 0, got " + str(pads));
+    user_check(pads[i] >= 0, "", "pads", "every pad must be >= 0, got " + list_str(pads));
   for (int i = 0; i < 3; ++i) {
     g.stride[i] = five_strides ? strides[order.dhw[i]] : strides[i];
     g.dilation[i] = dil[order.dhw[i]];
@@ -202,7 +195,7 @@ void check_geometry(const ConvGeometry& g) {
   }
   for (int i = 0; i < 6; ++i)
     user_check(g.pads[i] >= 0, "", "pads",
-               "every pad must be >= 0, got " + str({g.pads.begin(), g.pads.end()}));
+               "every pad must be >= 0, got " + list_str({g.pads.begin(), g.pads.end()}));
 }
 
 void check_dtypes(DType a, DType b, const char* a_name, const char* b_name) {
@@ -269,7 +262,7 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
   check_len(filter_shape, 4, "filter");
   check_positive(filter_shape, "filter");
   user_check(filter_shape[2] == kC0 && filter_shape[3] == kC0, "E62511", "filter",
-             "FRACTAL_Z_3D shape " + str(filter_shape) + " must end in (16, 16)");
+             "FRACTAL_Z_3D shape " + list_str(filter_shape) + " must end in (16, 16)");
   check_6hd(dy_shape, "out_backprop");
   check_dtypes(filter_dtype, dy_dtype, "filter", "out_backprop");
   p.in_dtype = filter_dtype;
@@ -295,12 +288,12 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
                  std::to_string(g.cout) + " of filter_size (needs C1 " +
                  std::to_string(g.cout1()) + ")");
   user_check(filter_shape == p.filter_shape(), "E60010", "filter",
-             "FRACTAL_Z_3D shape " + str(filter_shape) + " does not match filter_size " +
-                 str(filter_size) + " with groups " + std::to_string(g.groups) + ", which needs " +
-                 str(p.filter_shape()));
+             "FRACTAL_Z_3D shape " + list_str(filter_shape) + " does not match filter_size " +
+                 list_str(filter_size) + " with groups " + std::to_string(g.groups) + ", which needs " +
+                 list_str(p.filter_shape()));
   if (!bias_shape.empty()) {
     user_check(bias_shape.size() == 1 && bias_shape[0] == g.cin, "", "tensor_bias",
-               "shape " + str(bias_shape) + " must be [Cin] = [" + std::to_string(g.cin) + "]");
+               "shape " + list_str(bias_shape) + " must be [Cin] = [" + std::to_string(g.cin) + "]");
     user_check(bias_dtype == DType::kFloat32 || bias_dtype == filter_dtype, "", "tensor_bias",
                std::string("dtype ") + dtype_name(bias_dtype) + " must be float32 or " +
                    dtype_name(filter_dtype));

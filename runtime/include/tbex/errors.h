@@ -3,8 +3,10 @@
  *
  * The type says whose fault it is: UserError for bad input (carries the TBE error code,
  * the parameter and the offending values), InternalError for a tbex bug. */
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tbex {
 
@@ -24,6 +26,9 @@ class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& message);
 };
+
+/** "[a, b, c]": how messages show a list of sizes or parameters. */
+std::string list_str(const std::vector<int64_t>& v);
 
 /** Throws UserError unless cond holds. */
 inline void user_check(bool cond, const char* code, const char* param, const std::string& message) {
