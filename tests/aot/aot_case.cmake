@@ -1,6 +1,6 @@
 # cmake -P: one AOT round trip. tbexc emits kernel NAME into WORK, CXX compiles aot_consumer.cpp
 # against NAME.h and links it with the kernel (NAME.a, NAME.o or, for LINK=cpp, the C++ source
-# NAME_halide.cpp + NAME_wrapper.c), the shared Halide runtime RUNTIME and libtbex_runtime.a
+# NAME.cpp + NAME_wrapper.c), the shared Halide runtime RUNTIME and libtbex_runtime.a
 # TBEX_RUNTIME; the program runs (MODE: correctness or threads) and prints "AOT OK".
 # FLAGS: tbexc's problem flags, '|'-separated.
 file(REMOVE_RECURSE "${WORK}")
@@ -33,7 +33,7 @@ foreach(f ${NAME}.h ${NAME}.manifest.json)
   endif()
 endforeach()
 if(LINK STREQUAL "cpp")
-  run("${CXX}" -std=c++17 -O2 -c "${WORK}/${NAME}_halide.cpp" -o "${WORK}/${NAME}_halide.o")
+  run("${CXX}" -std=c++17 -O2 -c "${WORK}/${NAME}.cpp" -o "${WORK}/${NAME}_halide.o")
   # Only the emitted files: tbexc ships HalideRuntime.h next to the wrapper (no Halide needed).
   run("${CXX}" -x c -std=c99 -O2 "-I${WORK}" -c "${WORK}/${NAME}_wrapper.c"
       -o "${WORK}/${NAME}_wrapper.o")

@@ -171,7 +171,7 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
       files.push_back(h);
     }
     if (wants(o, "cpp")) {
-      for (const std::string& f : codegen::emit_cpp_source(l, o.name + "_halide", kt, o.out_dir))
+      for (const std::string& f : codegen::emit_cpp_source(l, o.name + "_halide", kt, o.out_dir, o.name))
         files.push_back(f);
       // The wrapper includes HalideRuntime.h (the runtime's C API, a plain header): ship it, so
       // the sources build where no Halide is installed.

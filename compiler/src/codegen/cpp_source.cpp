@@ -191,9 +191,10 @@ std::string fix_float16(std::string src, const std::string& name) {
 }  // namespace
 
 std::vector<std::string> emit_cpp_source(const lower::Lowered& l, const std::string& name,
-                                         const Halide::Target& target, const std::string& dir) {
-  const std::string base = dir + "/" + name;
-  const std::string src = base + ".cpp", hdr = base + ".h";
+                                         const Halide::Target& target, const std::string& dir,
+                                         const std::string& file_stem) {
+  const std::string src = dir + "/" + (file_stem.empty() ? name : file_stem) + ".cpp";
+  const std::string hdr = dir + "/" + name + ".h";
   Halide::Pipeline p = l.pipeline;
   try {
     p.compile_to({{Halide::OutputFileType::c_source, src}, {Halide::OutputFileType::c_header, hdr}},

@@ -12,10 +12,12 @@
 
 namespace tbex::codegen {
 
-/** Writes DIR/NAME.cpp and DIR/NAME.h for `l` compiled for `target` and returns their paths
- * (source first). The kernel is `extern "C" int NAME(halide_buffer_t*...)` with the arguments
- * of l.args followed by the output, plus Halide's NAME_argv and NAME_metadata. */
+/** Writes DIR/STEM.cpp and DIR/NAME.h (Halide's declarations) for `l` compiled for `target` and
+ * returns their paths (source first); STEM is `file_stem`, or NAME when empty. The kernel is
+ * `extern "C" int NAME(halide_buffer_t*...)` with the arguments of l.args followed by the
+ * output, plus Halide's NAME_argv and NAME_metadata. */
 std::vector<std::string> emit_cpp_source(const lower::Lowered& l, const std::string& name,
-                                         const Halide::Target& target, const std::string& dir);
+                                         const Halide::Target& target, const std::string& dir,
+                                         const std::string& file_stem = "");
 
 }  // namespace tbex::codegen
