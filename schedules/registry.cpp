@@ -4,8 +4,8 @@
 namespace tbex::sched {
 
 const std::vector<const DwSchedule*>& dw_registry() {
-  static const std::vector<const DwSchedule*> r{dw_direct_schedule(), dw_tiled_schedule(),
-                                                   dw_reference_schedule()};
+  static const std::vector<const DwSchedule*> r{dw_direct_schedule(), dw_cout_lanes_schedule(),
+                                                   dw_tiled_schedule(), dw_reference_schedule()};
   return r;
 }
 

@@ -1,4 +1,6 @@
 /** dW = conv3d_backprop_filter: the algorithm of SPEC section 3. */
+#include <algorithm>
+
 #include "ops/ops.h"
 #include "tbex/errors.h"
 
@@ -56,7 +58,11 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   const int mag = (int)gd.mag_factor, groups = (int)geo.groups;
   Expr e_out = n / cout_pg, e_in = (c1g * C0 + c0) / cin_pg;
   Expr valid = e_out == e_in && e_out < mag && g * mag + e_out < groups;
-  a.out(c0, n, kw, kh, c1g, kd, g) = select(valid, a.acc(c0, n, kw, kh, c1g, kd, g), 0.0f);
+  // One input block holding fewer than 16 channels: acc is read only at the valid lanes (the
+  // others are masked anyway), so bounds inference never asks a schedule to compute padding.
+  const int cin_valid = std::min(C0, mag * cin_pg);
+  Expr ac0 = cin1_g == 1 && cin_valid < C0 ? min(c0, cin_valid - 1) : Expr(c0);
+  a.out(c0, n, kw, kh, c1g, kd, g) = select(valid, a.acc(ac0, n, kw, kh, c1g, kd, g), 0.0f);
   constrain_shape(a.out.output_buffer(), {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
   return a;
 }

@@ -1,0 +1,174 @@
+/** dW for few input channels per block (a network's stem: Cin = 3).
+ *
+ * dw_tiled vectorizes over the 16 c0 lanes of an input channel block; with 3 valid channels, 13 of
+ * them compute padding. "dw_cout_lanes" vectorizes over output channels instead: 16 lanes of n
+ * (dy's channels, contiguous) times an x value broadcast, in a register tile of (valid c0) x (kw
+ * taps) x (n vectors). acc is computed at the valid c0 lanes only (the algorithm reads it at
+ * clamped lanes; the output stage writes the padding lanes as 0) and stored n-innermost, so the
+ * output stage transposes it into FRACTAL_Z_3D's c0-innermost order. K chunking (an rfactor),
+ * per-chunk staging and the reduction split across threads follow dw_tiled. */
+#include <algorithm>
+#include <sstream>
+
+#include "schedules/registry.h"
+#include "schedules/tiling.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+constexpr int kMaxValidCin = 8;  ///< beyond this, dw_tiled's c0 lanes are mostly useful
+constexpr int kMaxAcc = 16;      ///< zmm accumulators per register tile (more spill)
+constexpr int64_t kMaxRootXsBytes = int64_t(64) << 20;  ///< staged x held whole up to this
+
+/** Valid input lanes of the (single) input block of a real group. */
+int cin_valid(const Problem& p) {
+  return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
+}
+
+struct FewCinTiles {
+  int cv = 1;   ///< valid input lanes (c0 of the tile)
+  int nv = 1;   ///< 16-lane vectors of output channels per register tile
+  int kwt = 1;  ///< kw taps per register tile
+  int ch = 1;   ///< output rows (ho) per reduction chunk
+  int parts = 1;  ///< reduction split into this many per-thread partial sums
+  bool stage_x = true;  ///< stage padded fp32 x at its valid lanes (dense rows only)
+  bool xs_root = true;  ///< all of it once (small), else per batch
+  int64_t tiles = 1;
+};
+
+FewCinTiles choose_tiles(const Problem& p, int threads) {
+  const ConvGeometry& g = p.geo;
+  FewCinTiles t;
+  t.cv = cin_valid(p);
+  // Per reduction point a tile loads nv dy vectors and broadcasts cv*kwt x values for
+  // cv*nv*kwt FMAs: take the fewest loads per FMA within the accumulator budget.
+  const int nblocks = (int)(p.group.cout_g / 16);
+  double best = 1e9;
+  for (int nv = 1; nv <= nblocks; ++nv) {
+    if (nblocks % nv) continue;
+    for (int kwt = 1; kwt <= g.kernel[2]; ++kwt) {
+      const int accs = t.cv * nv * kwt;
+      if (g.kernel[2] % kwt || accs > kMaxAcc) continue;
+      const double cost = double(nv + t.cv * kwt) / accs;
+      if (cost < best) best = cost, t.nv = nv, t.kwt = kwt;
+    }
+  }
+  // A chunk's dy rows (every output channel) stay in L1 while all tiles stream them (the stem
+  // measured best at 2 rows of 14 KiB; 1 and 4 were slower).
+  const int64_t row_bytes = g.out[2] * p.group.cout_g * 4;
+  t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, (32 << 10) / row_bytes));
+  t.tiles = (p.group.cout_g / (16 * t.nv)) * (g.kernel[2] / t.kwt) * g.kernel[1] * g.kernel[0] *
+            p.group.real_g;
+  for (int i = 1; i < 3; ++i)
+    t.stage_x = t.stage_x && g.stride[i] <= (g.kernel[i] - 1) * g.dilation[i] + 1;
+  int64_t xs_bytes = 4 * t.cv * g.n * p.group.real_g;
+  for (int i = 0; i < 3; ++i) xs_bytes *= g.in[i] + g.pads[2 * i] + g.pads[2 * i + 1];
+  t.xs_root = xs_bytes <= kMaxRootXsBytes;
+  if (threads > 1 && t.tiles < 4 * threads && std::max(g.n, g.out[0]) >= threads) t.parts = threads;
+  return t;
+}
+
+class DwCoutLanes final : public DwSchedule {
+ public:
+  std::string name() const override { return "dw_cout_lanes"; }
+  std::string why_not(const Problem& p) const override {
+    if (p.group.cin1_g != 1)
+      return std::to_string(p.group.cin1_g) + " input blocks per real group fill c0 lanes";
+    const int cv = cin_valid(p);
+    if (cv > kMaxValidCin)
+      return std::to_string(cv) + " valid input channels per block (more than " +
+             std::to_string(kMaxValidCin) + ") fill dw_tiled's c0 lanes";
+    const int64_t cout_valid = std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());
+    if (cout_valid < 16)
+      return "only " + std::to_string(cout_valid) + " output channels per real group: n lanes would be padding";
+    const int64_t bytes = 4 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] *
+                          p.geo.kernel[2] * p.group.cout_g * 16;
+    if (bytes >= (int64_t(1) << 30))
+      return "output of " + std::to_string(bytes) + " bytes is too big to accumulate apart";
+    return "";
+  }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    const FewCinTiles t = choose_tiles(p, ctx.threads);
+    std::ostringstream s;
+    s << "register tile " << t.cv << "c0 x " << t.kwt << "kw x " << 16 * t.nv << "n (n in lanes), "
+      << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
+      << p.geo.out[2] << " cols, " << (t.stage_x ? "" : "x read in place (sparse rows), ")
+      << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
+      << "dy staged n-innermost";
+    return s.str();
+  }
+
+  void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
+    const FewCinTiles t = choose_tiles(p, ctx.threads);
+    Var c0 = a.c0, n = a.n, kw = a.kw, kh = a.kh, c1g = a.c1g, kd = a.kd, g = a.g;
+    RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];
+    RVar r_mid = rdo, r_outer = rb;  // the reduction loops outside a chunk
+    Var part("part");
+    a.acc.bound(c0, 0, t.cv).bound(n, 0, (int)p.group.cout_g);
+    // Few output tiles for the threads: per-thread partial sums over batch (or depth), added up.
+    Func body = a.acc;
+    if (t.parts > 1) {
+      RVar so("so"), si("si");
+      const bool by_batch = p.geo.n >= t.parts;
+      const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
+      body = a.acc.update()
+                 .split(by_batch ? rb : rdo, so, si, (int)((extent + t.parts - 1) / t.parts),
+                        TailStrategy::GuardWithIf)
+                 .rfactor(so, part);
+      (by_batch ? r_outer : r_mid) = si;
+      a.acc.compute_root().reorder_storage(n, c0).vectorize(n, 16);
+      a.acc.update().reorder(n, c0).vectorize(n, 16);
+    }
+    RVar rhoo("rhoo"), rhoi("rhoi");
+    Var u("u"), v("v"), bb("bb");
+    Func intm = body.update()
+                    .split(rho, rhoo, rhoi, t.ch)
+                    .rfactor({{rhoo, u}, {r_mid, v}, {r_outer, bb}});
+
+    Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi"), tile("tile"), t1("t1"), t2("t2"), t3("t3"),
+        tgo("tgo"), tgi("tgi");
+    const int groups_par = t.parts > 1 ? 1 : (int)std::min<int64_t>(ctx.threads, t.tiles);
+    body.compute_root().reorder_storage(n, c0).reorder(n, c0).vectorize(n, 16);
+    Stage s = body.update();
+    s.split(n, no, ni, 16 * t.nv)
+        .split(kw, kwo, kwi, t.kwt)
+        .reorder(ni, c0, kwi, no, kwo, kh, c1g, kd, g, rhoo, r_mid, r_outer)
+        .fuse(no, kwo, t1)
+        .fuse(t1, kh, t2)
+        .fuse(t2, kd, t3)
+        .fuse(t3, g, tile)
+        .split(tile, tgo, tgi, (int)((t.tiles + groups_par - 1) / groups_par), TailStrategy::GuardWithIf)
+        .reorder(ni, c0, kwi, tgi, c1g, rhoo, r_mid, r_outer, tgo)
+        .vectorize(ni, 16)
+        .unroll(ni)
+        .unroll(c0)
+        .unroll(kwi);
+    if (t.parts > 1) s.parallel(part);
+    else s.parallel(tgo);
+
+    // x at its valid lanes is a fraction of x's bytes: staged (padded, fp32) once, or per batch
+    // when large. dy rows with n innermost are staged per chunk, in cache right before the
+    // thread's tiles consume them.
+    if (t.stage_x && t.xs_root) a.xs.compute_root().vectorize(c0).parallel(a.d);
+    else if (t.stage_x) a.xs.compute_at(body, r_outer).vectorize(c0);
+    a.dys.compute_at(body, rhoo).vectorize(n, 16);
+    intm.compute_at(body, tgi).reorder_storage(n, c0).reorder(n, c0, kw).vectorize(n, 16)
+        .unroll(n).unroll(c0).unroll(kw);
+    intm.update().reorder(n, c0, kw, rwo, rhoi).vectorize(n, 16).unroll(n).unroll(c0).unroll(kw);
+
+    // The transpose to c0-innermost: gathers over the few valid lanes of the n-innermost acc.
+    Var kdg("kdg");
+    a.out.compute_root().vectorize(c0).fuse(kd, g, kdg).parallel(kdg);
+  }
+};
+
+}  // namespace
+
+const DwSchedule* dw_cout_lanes_schedule() {
+  static const DwCoutLanes s;
+  return &s;
+}
+
+}  // namespace tbex::sched
