@@ -94,7 +94,8 @@ class DwCoutLanes final : public DwSchedule {
     std::ostringstream s;
     s << "register tile " << t.cv << "c0 x " << t.kwt << "kw x " << 16 * t.nv << "n (n in lanes), "
       << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
-      << p.geo.out[2] << " cols, " << (t.stage_x ? "" : "x read in place (sparse rows), ")
+      << p.geo.out[2] << " cols, "
+      << (!t.stage_x ? "x read in place (sparse rows), " : t.xs_root ? "x staged whole, " : "x staged per batch, ")
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
       << "dy staged n-innermost";
     return s.str();

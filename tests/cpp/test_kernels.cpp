@@ -47,6 +47,8 @@ const Case kCases[] = {
     {"few_cin5", 1, 5, 32, 1, {5, 6, 7}, {3, 2, 3}, {2, 1, 1}, {1, 2, 1}, {1, 1, 1, 0, 0, 2}},
     {"few_cin_grouped", 2, 6, 32, 2, {4, 5, 6}, {2, 3, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1, 1, 1, 0}},
     {"few_cin1_split", 2, 1, 16, 1, {3, 4, 5}, {1, 2, 5}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 1, 2, 2}},
+    // Strides beyond the kernel (x read in place), one output tile pair (reduction split by depth).
+    {"few_cin2_sparse", 1, 2, 16, 1, {3, 7, 9}, {1, 2, 2}, {1, 3, 3}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
 };
 
 std::array<int64_t, 3> out_dims(const Case& c) {
