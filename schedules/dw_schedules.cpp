@@ -13,6 +13,8 @@
 
 #include "schedules/registry.h"
 #include "schedules/tiling.h"
+#include "schedules/variant.h"
+#include "tbex/errors.h"
 
 namespace tbex::sched {
 namespace {
@@ -28,8 +30,13 @@ struct DwTiles {
   int64_t tiles = 1;
 };
 
-DwTiles choose_dw_tiles(const Problem& p, int threads) {
+const std::vector<std::string> kDwKeys{"nt", "kwt", "ch", "parts"};
+
+/** The tiles for `p`: the schedule's own choice, then TBEX_DW_TILE (experiments; only when no
+ * variant is given, as before variants existed), then the fields `variant` sets. */
+DwTiles choose_dw_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
+  const int threads = ctx.threads;
   DwTiles t;
   t.kwt = largest_divisor_upto(g.kernel[2], 3);
   // 12-16 zmm accumulators measured best (24 spills): 4n x 3kw, 8n x 2kw or 16n x 1kw.
@@ -37,17 +44,74 @@ DwTiles choose_dw_tiles(const Problem& p, int threads) {
   // ~512 reduction points per chunk amortize loading/storing the tile, and a chunk's x/dy rows
   // fit in L2.
   t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / g.out[2]));
-  if (const char* e = getenv("TBEX_DW_TILE")) {  // experiments only; must divide cout_g / Kw
+  const char* e = getenv("TBEX_DW_TILE");
+  if (e && ctx.variant.empty()) {  // experiments only; must divide cout_g / Kw
     sscanf(e, "%d,%d,%d", &t.nt, &t.kwt, &t.ch);
     t.nt = std::max(t.nt, 1), t.kwt = std::max(t.kwt, 1), t.ch = std::max(t.ch, 1);
   }
-  t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
-            g.kernel[0] * p.group.real_g;
   for (int i = 1; i < 3; ++i)
     t.stage_x = t.stage_x && g.stride[i] <= (g.kernel[i] - 1) * g.dilation[i] + 1;
+  const bool can_split = threads > 1 && std::max(g.n, g.out[0]) >= threads;
+  const VariantFields f = parse_variant(ctx.variant, kDwKeys, "dw_tiled");
+  if (f.count("nt")) t.nt = f.at("nt");
+  if (f.count("kwt")) t.kwt = f.at("kwt");
+  if (f.count("ch")) t.ch = f.at("ch");
+  // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.
+  user_check(p.group.cout_g % (f.count("nt") ? t.nt : 1) == 0 &&
+                 g.kernel[2] % (f.count("kwt") ? t.kwt : 1) == 0 &&
+                 g.out[1] % (f.count("ch") ? t.ch : 1) == 0,
+             "", "variant",
+             "dw_tiled variant '" + ctx.variant + "': nt must divide cout_g (" +
+                 std::to_string(p.group.cout_g) + "), kwt Kw (" + std::to_string(g.kernel[2]) +
+                 ") and ch Ho (" + std::to_string(g.out[1]) + ")");
+  t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
+            g.kernel[0] * p.group.real_g;
   // Fewer than 4 tiles a thread balance badly: split the reduction instead.
-  if (threads > 1 && t.tiles < 4 * threads && std::max(g.n, g.out[0]) >= threads) t.parts = threads;
+  if (can_split && t.tiles < 4 * threads) t.parts = threads;
+  if (f.count("parts")) {
+    t.parts = f.at("parts");
+    user_check(t.parts == 1 || (can_split && t.parts == threads), "", "variant",
+               "dw_tiled variant '" + ctx.variant + "': parts must be 1" +
+                   (can_split ? " or " + std::to_string(threads) + " (the thread count)" : ""));
+  }
   return t;
+}
+
+std::string dw_variant(const DwTiles& t) {
+  return format_variant({{"nt", t.nt}, {"kwt", t.kwt}, {"ch", t.ch}, {"parts", t.parts}}, kDwKeys);
+}
+
+/** "" (the own choice) first, then register tiles of at most 16 accumulators (nt x kwt) and
+ * each with a narrower one, the row chunk halved and doubled, and the other reduction split. */
+std::vector<std::string> dw_candidates(const Problem& p, const Context& ctx) {
+  Context own = ctx;
+  own.variant = "";
+  const DwTiles d = choose_dw_tiles(p, own);
+  const ConvGeometry& g = p.geo;
+  std::vector<DwTiles> list{d};
+  for (int kwt = 3; kwt >= 1; --kwt) {
+    if (g.kernel[2] % kwt != 0) continue;
+    for (int acc : {16, 8}) {
+      DwTiles t = d;
+      t.kwt = kwt, t.nt = largest_divisor_upto(p.group.cout_g, acc / kwt);
+      list.push_back(t);
+    }
+  }
+  for (int64_t ch : {(int64_t)d.ch * 2, (int64_t)d.ch / 2}) {
+    DwTiles t = d;
+    t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, ch));
+    list.push_back(t);
+  }
+  if (ctx.threads > 1 && std::max(g.n, g.out[0]) >= ctx.threads) {
+    DwTiles t = d;
+    t.parts = d.parts > 1 ? 1 : ctx.threads;
+    list.push_back(t);
+  }
+  std::vector<std::string> out;
+  for (const DwTiles& t : list) out.push_back(dw_variant(t));
+  out = unique_upto(out, 8);
+  out[0] = "";  // the own choice, as such (its nt may not divide cout_g)
+  return out;
 }
 
 class DwTiled final : public DwSchedule {
@@ -61,16 +125,19 @@ class DwTiled final : public DwSchedule {
     return "";
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    DwTiles t = choose_dw_tiles(p, ctx.threads);
+    DwTiles t = choose_dw_tiles(p, ctx);
     std::ostringstream s;
-    s << "register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, " << t.tiles
+    s << "[" << dw_variant(t) << "] register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, " << t.tiles
       << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
       << p.geo.out[2] << " cols, " << (t.stage_x ? "" : "x read in place (sparse rows), ") << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "") << (p.in_dtype == DType::kFloat32 ? "dy read in place" : "dy staged to fp32");
     return s.str();
   }
+  std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
+    return dw_candidates(p, ctx);
+  }
 
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
-    const DwTiles t = choose_dw_tiles(p, ctx.threads);
+    const DwTiles t = choose_dw_tiles(p, ctx);
     Var c0 = a.c0, n = a.n, kw = a.kw, kh = a.kh, c1g = a.c1g, kd = a.kd, g = a.g;
 
     RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];

@@ -11,6 +11,8 @@
 
 #include "schedules/registry.h"
 #include "schedules/tiling.h"
+#include "schedules/variant.h"
+#include "tbex/errors.h"
 
 namespace tbex::sched {
 namespace {
@@ -22,20 +24,55 @@ struct DxTiles {
   int ct = 1;  ///< 16-channel input blocks per register tile
 };
 
-DxTiles choose_dx_tiles(const Problem& p) {
+const std::vector<std::string> kDxKeys{"qt", "ct"};
+
+/** Positions along w of one phase: w + pl = qw*sw + pw over w in [0, W). */
+int64_t qw_extent_of(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  const int64_t pl = g.pads[4], sw = g.stride[2];
+  return (g.in[2] - 1 + pl) / sw - pl / sw + (pl % sw == 0 ? 1 : 0);
+}
+
+/** The schedule's own choice, then TBEX_DX_TILE (experiments; only without a variant), then the
+ * fields `variant` sets. */
+DxTiles choose_dx_tiles(const Problem& p, const std::string& variant) {
   const ConvGeometry& g = p.geo;
   DxTiles t;
-  // Positions along w of one phase: w + pl = qw*sw + pw over w in [0, W).
-  const int64_t pl = g.pads[4], sw = g.stride[2];
-  const int64_t qw_extent = (g.in[2] - 1 + pl) / sw - pl / sw + (pl % sw == 0 ? 1 : 0);
+  const int64_t qw_extent = qw_extent_of(p);
   // 16 zmm accumulators measured best (24 spills): CT channel blocks x QT positions.
   t.ct = largest_divisor_upto(g.cin1(), 4);
   t.qt = (int)std::max<int64_t>(1, std::min<int64_t>(16 / t.ct, qw_extent));
-  if (const char* e = getenv("TBEX_DX_TILE")) {  // experiments only
+  const char* e = getenv("TBEX_DX_TILE");
+  if (e && variant.empty()) {  // experiments only
     sscanf(e, "%d,%d", &t.qt, &t.ct);
     t.qt = std::max(t.qt, 1), t.ct = std::max(t.ct, 1);
   }
+  const VariantFields f = parse_variant(variant, kDxKeys, "dx_tiled");
+  if (f.count("qt")) t.qt = f.at("qt");
+  if (f.count("ct")) t.ct = f.at("ct");
+  user_check(g.cin1() % (f.count("ct") ? t.ct : 1) == 0 && (!f.count("qt") || t.qt <= qw_extent),
+             "", "variant",
+             "dx_tiled variant '" + variant + "': ct must divide C1 (" + std::to_string(g.cin1()) +
+                 ") and qt be at most " + std::to_string(qw_extent) + " (positions along w)");
   return t;
+}
+
+/** "" (the own choice) first, then per channel block count CT (a divisor of C1 up to 4) tiles
+ * of 16, 12 and 8 accumulators, and the narrowest tile covering a row in as few tiles. */
+std::vector<std::string> dx_candidates(const Problem& p) {
+  const int64_t ext = qw_extent_of(p);
+  std::vector<std::string> out{format_variant(
+      {{"qt", choose_dx_tiles(p, "").qt}, {"ct", choose_dx_tiles(p, "").ct}}, kDxKeys)};
+  for (int ct = 4; ct >= 1; --ct) {
+    if (p.geo.cin1() % ct != 0) continue;
+    const int64_t qmax = std::min<int64_t>(16 / ct, ext);
+    for (int64_t qt : {qmax, std::min<int64_t>(12 / ct, ext), std::min<int64_t>(8 / ct, ext),
+                       ceil_div(ext, ceil_div(ext, qmax))})
+      out.push_back(format_variant({{"qt", (int)std::max<int64_t>(1, qt)}, {"ct", ct}}, kDxKeys));
+  }
+  out = unique_upto(out, 8);
+  out[0] = "";
+  return out;
 }
 
 class DxTiled final : public DxSchedule {
@@ -43,16 +80,19 @@ class DxTiled final : public DxSchedule {
   std::string name() const override { return "dx_tiled"; }
   std::string why_not(const Problem&) const override { return ""; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    DxTiles t = choose_dx_tiles(p);
+    DxTiles t = choose_dx_tiles(p, ctx.variant);
     std::ostringstream s;
-    s << "register tile 16c0 x " << t.ct << "c1 x " << t.qt << "w, "
+    s << "[" << format_variant({{"qt", t.qt}, {"ct", t.ct}}, kDxKeys) << "] register tile 16c0 x " << t.ct << "c1 x " << t.qt << "w, "
       << (p.geo.stride[0] * p.geo.stride[1] * p.geo.stride[2] > 1 ? "stride-phase frame, " : "")
       << ctx.threads << " threads";
     return s.str();
   }
+  std::vector<std::string> candidates(const Problem& p, const Context&) const override {
+    return dx_candidates(p);
+  }
 
-  void apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const override {
-    const DxTiles t = choose_dx_tiles(p);
+  void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
+    const DxTiles t = choose_dx_tiles(p, ctx.variant);
     Var c0 = a.c0, qw = a.qw, pw = a.pw, qh = a.qh, ph = a.ph, qd = a.qd, pd = a.pd, c1 = a.c1,
         b = a.b;
     {

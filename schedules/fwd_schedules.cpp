@@ -11,6 +11,8 @@
 
 #include "schedules/registry.h"
 #include "schedules/tiling.h"
+#include "schedules/variant.h"
+#include "tbex/errors.h"
 
 namespace tbex::sched {
 namespace {
@@ -33,20 +35,37 @@ int64_t staged_x_bytes(const Problem& p) {
   return bytes;
 }
 
-FwdTiles choose_fwd_tiles(const Problem& p) {
+const std::vector<std::string> kFwdKeys{"qt", "ct"};
+
+/** The 16-channel output blocks a tile's CT must divide: with several real groups a tile stays
+ * inside one, so its QT x values are shared by all CT blocks. */
+int64_t fwd_blocks(const Problem& p) {
+  return p.group.real_g > 1 ? p.group.cin1_g : p.geo.cout1();
+}
+
+/** The schedule's own choice, then TBEX_FWD_TILE (experiments; only without a variant), then
+ * the fields `variant` sets. */
+FwdTiles choose_fwd_tiles(const Problem& p, const std::string& variant) {
   const ConvGeometry& g = p.geo;
   FwdTiles t;
-  // 16 zmm accumulators (as dX: 24 spill). With several real groups a tile stays inside one, so
-  // its QT x values are shared by all CT blocks.
-  t.ct = largest_divisor_upto(p.group.real_g > 1 ? p.group.cin1_g : g.cout1(), 4);
+  // 16 zmm accumulators (as dX: 24 spill).
+  t.ct = largest_divisor_upto(fwd_blocks(p), 4);
   // Fewest tiles along wo, then the narrowest tile that still covers the row in that many (a
   // row of 17 is 3 tiles of 6, not 2 of 8 and a shifted third recomputing 7 positions).
   const int64_t qmax = std::max(1, 16 / t.ct), wtiles = ceil_div(g.out[2], qmax);
   t.qt = (int)ceil_div(g.out[2], wtiles);
-  if (const char* e = getenv("TBEX_FWD_TILE")) {  // experiments only
+  const char* e = getenv("TBEX_FWD_TILE");
+  if (e && variant.empty()) {  // experiments only
     sscanf(e, "%d,%d", &t.qt, &t.ct);
     t.qt = std::max(t.qt, 1), t.ct = std::max(t.ct, 1);
   }
+  const VariantFields f = parse_variant(variant, kFwdKeys, "fwd_tiled");
+  if (f.count("qt")) t.qt = f.at("qt");
+  if (f.count("ct")) t.ct = f.at("ct");
+  user_check(fwd_blocks(p) % (f.count("ct") ? t.ct : 1) == 0 && (!f.count("qt") || t.qt <= g.out[2]),
+             "", "variant",
+             "fwd_tiled variant '" + variant + "': ct must divide " + std::to_string(fwd_blocks(p)) +
+                 " (channel blocks) and qt be at most Wo (" + std::to_string(g.out[2]) + ")");
   // Huge pads or dilations with large strides leave a padded box mostly nobody reads; staging it
   // could cost more memory than x and y together. Then x is read in place (bounds-checked).
   t.staged_bytes = staged_x_bytes(p);
@@ -56,23 +75,44 @@ FwdTiles choose_fwd_tiles(const Problem& p) {
   return t;
 }
 
+/** "" (the own choice) first, then per CT (a divisor of the channel blocks up to 4) tiles of 16,
+ * 12 and 8 accumulators and the narrowest tile covering a row in as few tiles. */
+std::vector<std::string> fwd_candidates(const Problem& p) {
+  const int64_t wo = p.geo.out[2];
+  const FwdTiles d = choose_fwd_tiles(p, "");
+  std::vector<std::string> out{format_variant({{"qt", d.qt}, {"ct", d.ct}}, kFwdKeys)};
+  for (int ct = 4; ct >= 1; --ct) {
+    if (fwd_blocks(p) % ct != 0) continue;
+    const int64_t qmax = std::min<int64_t>(16 / ct, wo);
+    for (int64_t qt : {qmax, std::min<int64_t>(12 / ct, wo), std::min<int64_t>(8 / ct, wo),
+                       ceil_div(wo, ceil_div(wo, qmax))})
+      out.push_back(format_variant({{"qt", (int)std::max<int64_t>(1, qt)}, {"ct", ct}}, kFwdKeys));
+  }
+  out = unique_upto(out, 8);
+  out[0] = "";
+  return out;
+}
+
 class FwdTiled final : public FwdSchedule {
  public:
   std::string name() const override { return "fwd_tiled"; }
   std::string why_not(const Problem&) const override { return ""; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    const FwdTiles t = choose_fwd_tiles(p);
+    const FwdTiles t = choose_fwd_tiles(p, ctx.variant);
     std::ostringstream s;
-    s << "register tile 16c0 x " << t.ct << "c1 x " << t.qt << "wo, "
+    s << "[" << format_variant({{"qt", t.qt}, {"ct", t.ct}}, kFwdKeys) << "] register tile 16c0 x " << t.ct << "c1 x " << t.qt << "wo, "
       << (t.stage_x ? "padded fp32 x staged (" + std::to_string(t.staged_bytes) + " bytes)"
                     : "x read in place (padded box of " + std::to_string(t.staged_bytes) +
                           " bytes too sparse to stage)")
       << ", " << ctx.threads << " threads over rows";
     return s.str();
   }
+  std::vector<std::string> candidates(const Problem& p, const Context&) const override {
+    return fwd_candidates(p);
+  }
 
-  void apply(ops::FwdAlgorithm& a, const Problem& p, const Context&) const override {
-    const FwdTiles t = choose_fwd_tiles(p);
+  void apply(ops::FwdAlgorithm& a, const Problem& p, const Context& ctx) const override {
+    const FwdTiles t = choose_fwd_tiles(p, ctx.variant);
     {
       Var t1("t1"), t2("t2");
       a.wz.compute_root().vectorize(a.c0).fuse(a.kd, a.g, t1).parallel(t1);

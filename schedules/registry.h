@@ -13,6 +13,9 @@ namespace tbex::sched {
 struct Context {
   Halide::Target target;
   int threads = 1;  ///< worker threads the kernel is tuned for
+  /** A tile choice the schedule understands (e.g. "nt=4,kwt=3,ch=8" for dw_tiled), from
+   * candidates(); "" = the schedule's own choice. Schedules without variants reject any other. */
+  std::string variant;
 };
 
 template <class Algorithm>
@@ -25,6 +28,9 @@ class Schedule {
   /** One line on what the schedule will do for `p` (tiles, splits). */
   virtual std::string describe(const Problem& p, const Context& ctx) const = 0;
   virtual void apply(Algorithm& a, const Problem& p, const Context& ctx) const = 0;
+  /** Tile variants worth timing for `p` (ctx.variant ignored), the schedule's own choice first;
+   * empty when the schedule has no variants. The measured tuner (tbex::tune) times them. */
+  virtual std::vector<std::string> candidates(const Problem&, const Context&) const { return {}; }
 };
 
 using DwSchedule = Schedule<ops::DwAlgorithm>;

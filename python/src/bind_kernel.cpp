@@ -134,16 +134,17 @@ void define_kernel(pyb::module_& m) {
   pyb::class_<Kernel, std::shared_ptr<Kernel>>(m, "Kernel")
       .def_property_readonly("problem", [](const Kernel& k) { return k.problem(); })
       .def_property_readonly("schedule", &Kernel::schedule_name)
+      .def_property_readonly("variant", &Kernel::variant)
       .def("run", &run_kernel, pyb::arg("inputs"), pyb::arg("out"),
            "Runs on numpy arrays / DLPack tensors; writes `out` in place.");
 
   m.def(
       "compile",
-      [](const Problem& p, const std::string& schedule) {
+      [](const Problem& p, const std::string& schedule, const std::string& variant) {
         pyb::gil_scoped_release nogil;
-        return std::const_pointer_cast<Kernel>(compile(p, CompileOptions{schedule}));
+        return std::const_pointer_cast<Kernel>(compile(p, CompileOptions{schedule, variant}));
       },
-      pyb::arg("problem"), pyb::arg("schedule") = "auto");
+      pyb::arg("problem"), pyb::arg("schedule") = "auto", pyb::arg("variant") = "");
   m.def("schedule_names", [](const std::string& op) {
     if (op == "conv3d_backprop_filter") return schedule_names(OpKind::kBackpropFilter);
     if (op == "conv3d_backprop_input") return schedule_names(OpKind::kBackpropInput);

@@ -32,4 +32,5 @@ PYBIND11_MODULE(_C, m) {
   tbex::py::define_conv_backward(m);
   tbex::py::define_aot(m);
   tbex::py::define_cache(m);
+  tbex::py::define_tune(m);
 }

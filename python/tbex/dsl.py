@@ -95,19 +95,35 @@ def conv3d_backprop_input(filter, out_backprop, filter_size, input_size, para_di
 
 
 class Schedule:
-    """The schedule choice for one DSL result: ``"auto"`` or a registry name."""
+    """The schedule choice for one DSL result: ``"auto"`` or a registry name, with a tile
+    ``variant`` of it (``""``: the schedule's own). ``tuning`` holds the measured tuning's result
+    (``dsl.auto_schedule(res, tune=True)``), else None."""
 
-    def __init__(self, res: Tensor, schedule: str = "auto"):
+    def __init__(self, res: Tensor, schedule: str = "auto", variant: str = "", tuning=None):
         self.res = res
         self.schedule = schedule
+        self.variant = variant
+        self.tuning = tuning
+
+    def candidates(self, schedule: str):
+        """Tile variants of ``schedule`` worth timing for this problem (``""`` first)."""
+        return _C.schedule_candidates(self.res.problem, schedule)
 
     def explain(self):
         """[(schedule name, "" if it applies else why not)], best first."""
         return self.res.problem.explain_schedules()
 
 
-def auto_schedule(res, schedule: str = "auto") -> Schedule:
-    """Schedules a DSL result (``res`` or ``[res]``)."""
+def auto_schedule(res, schedule: str = "auto", tune: bool = False, variant: str = "",
+                  max_candidates: int = 8, seconds: float = 0.25) -> Schedule:
+    """Schedules a DSL result (``res`` or ``[res]``).
+
+    ``"auto"`` uses the tuning database's entry for the problem when there is one (see
+    ``tbex.knobs``: TBEX_TUNING_DB, TBEX_TUNE), else the registry's first applicable schedule.
+    ``tune=True`` times every applicable schedule and tile variant now (up to ``max_candidates``
+    variants per schedule, about ``seconds`` each), stores the fastest in the tuning database
+    and schedules with it; ``schedule.tuning`` holds every candidate's time. ``variant`` picks a
+    tile variant of a named schedule (``Schedule.candidates`` lists them)."""
     if isinstance(res, (list, tuple)):
         if len(res) != 1:
             raise UserError(f"res: expected one output tensor, got {len(res)}", "", "res")
@@ -118,7 +134,13 @@ def auto_schedule(res, schedule: str = "auto") -> Schedule:
     if schedule != "auto" and schedule not in known:
         raise UserError(f"schedule: unknown schedule {schedule!r} for {res.op} "
                         f"(known: auto, {', '.join(known)})", "", "schedule")
-    return Schedule(res, schedule)
+    if tune:
+        if schedule != "auto" or variant:
+            raise UserError("tune: tuning chooses the schedule; pass schedule='auto' and no variant",
+                            "", "tune")
+        result = _C.tune(res.problem, int(max_candidates), float(seconds))
+        return Schedule(res, result["schedule"], result["variant"], result)
+    return Schedule(res, schedule, variant)
 
 
 class Kernel:
@@ -139,6 +161,11 @@ class Kernel:
     @property
     def schedule(self) -> str:
         return self._native.schedule
+
+    @property
+    def variant(self) -> str:
+        """The tile variant compiled (``""``: the schedule's own choice)."""
+        return self._native.variant
 
     def __call__(self, *arrays, out=None):
         if len(arrays) != len(self._order):
@@ -180,7 +207,7 @@ def build(sch: Schedule, config: dict) -> Kernel:
     if sorted(order) != list(range(len(res.inputs))):
         names = [r.name for r in res.inputs]
         raise UserError(f"tensor_list must hold each input of {res.name} once: {names}", "", "tensor_list")
-    native = _C.compile(res.problem, sch.schedule)
+    native = _C.compile(res.problem, sch.schedule, sch.variant)
     name = config.get("name") or res.name
     kernel = Kernel(name, native, res, order)
     kernel.aot_files = []

@@ -12,7 +12,10 @@ environment variable       meaning                                      programm
                            each step of convolution_backward: packing,
                            kernels, unpacking), ``cache`` (disk-cache
                            hits, misses, rebuilds, with timings),
-                           ``all``
+                           ``tune`` (every candidate the measured
+                           tuning times, the winner, the database
+                           write; a corrupt database is reported
+                           whatever the setting), ``all``
 ``TBEX_DUMP_DIR``          write each compiled kernel's lowered Halide   (environment only)
                            loop nest to ``DIR/<problem>.<schedule>.stmt``
 ``TBEX_CACHE_DIR``         on-disk kernel cache: compiled kernels are    ``python -m tbex.cache``
@@ -35,7 +38,18 @@ environment variable       meaning                                      programm
 ``TBEX_DW_TILE``,          override the register tile of ``dw_tiled``    (environment only)
 ``TBEX_DX_TILE``,          (``nt,kwt,ch``) / ``dx_tiled`` (``qt,ct``) /
 ``TBEX_FWD_TILE``          ``fwd_tiled`` (``qt,ct``), for tiling
-                           experiments
+                           experiments; only where no tile variant is
+                           given (a variant or a tuning database entry
+                           wins)
+``TBEX_TUNE``              ``1``: every ``"auto"`` compile of a problem  ``dsl.auto_schedule(res,
+                           without a tuning database entry tunes it      tune=True)``
+                           first (times each applicable schedule and
+                           tile variant, stores the fastest)
+``TBEX_TUNING_DB``         the tuning database file (default             (environment only)
+                           ``<cache dir>/tuning.json``); entries keyed
+                           by problem, thread count, target and tbex
+                           version, consulted by every ``"auto"``
+                           compile
 =========================  ===========================================  =======================
 
 ``threads(n)`` is a scoped override: ``with tbex.knobs.threads(1): ...``.

@@ -21,8 +21,13 @@ struct TensorArg {
 };
 
 struct CompileOptions {
-  /** "auto" (the registry's first applicable schedule) or a schedule name from schedule_names(). */
+  /** "auto" (the tuning database's entry for the problem if there is one, else the registry's
+   * first applicable schedule) or a schedule name from schedule_names(). */
   std::string schedule = "auto";
+  /** A tile variant of the named schedule, one of schedule_candidates() (e.g. "nt=4,kwt=3,ch=8"
+   * for dw_tiled, "qt=4,ct=4" for dx_tiled / fwd_tiled); "" = the schedule's own choice. An
+   * explicit variant wins over the TBEX_DW_TILE / TBEX_DX_TILE / TBEX_FWD_TILE experiments. */
+  std::string variant;
 };
 
 class Kernel {
@@ -30,6 +35,8 @@ class Kernel {
   virtual ~Kernel() = default;
   virtual const Problem& problem() const = 0;
   virtual const std::string& schedule_name() const = 0;
+  /** The tile variant the kernel was compiled with ("" = the schedule's own choice). */
+  virtual const std::string& variant() const = 0;
   /** inputs: dW: {x, dy}; dX: {filter, dy} or {filter, dy, bias}; forward: {x, filter}. Shapes
    * and dtypes are checked against the problem (UserError naming the operand otherwise).
    * Thread-safe. */
@@ -42,6 +49,10 @@ std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptio
 
 /** Names of the schedules for an op, best first, reference last. */
 std::vector<std::string> schedule_names(OpKind op);
+
+/** The tile variants of schedule `name` worth timing for `problem`, "" (its own choice) first;
+ * empty when the schedule has none. UserError if it is unknown or does not apply. */
+std::vector<std::string> schedule_candidates(const Problem& problem, const std::string& name);
 
 /** Why each schedule does or does not apply to `problem`, in registry order. */
 std::vector<std::pair<std::string, std::string>> explain_schedules(const Problem& problem);

@@ -6,3 +6,4 @@
 #include "tbex/kernel.h"
 #include "tbex/layout.h"
 #include "tbex/problem.h"
+#include "tbex/tune.h"

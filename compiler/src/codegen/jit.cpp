@@ -17,6 +17,7 @@
 #include "tbex/cache.h"
 #include "tbex/errors.h"
 #include "tbex/kernel.h"
+#include "tbex/tune.h"
 
 namespace tbex {
 namespace {
@@ -134,18 +135,20 @@ class JitKernel final : public Kernel {
  public:
   /** In memory: a Halide::Callable. */
   JitKernel(Problem p, lower::Lowered& lowered)
-      : problem_(std::move(p)), schedule_(lowered.schedule) {
+      : problem_(std::move(p)), schedule_(lowered.schedule), variant_(lowered.variant) {
     callable_ = lowered.pipeline.compile_to_callable(lowered.args, lower::host_target());
   }
   /** From the disk cache: a loaded .so; its runtime's handlers are pointed at tbex's. */
-  JitKernel(Problem p, std::string schedule, std::shared_ptr<disk::Library> lib)
-      : problem_(std::move(p)), schedule_(std::move(schedule)), lib_(std::move(lib)) {
+  JitKernel(Problem p, const lower::Lowered& lowered, std::shared_ptr<disk::Library> lib)
+      : problem_(std::move(p)), schedule_(lowered.schedule), variant_(lowered.variant),
+        lib_(std::move(lib)) {
     lib_->set_do_par_for(reinterpret_cast<void*>(&so_do_par_for));
     lib_->set_error_handler(reinterpret_cast<void*>(&so_on_error));
   }
 
   const Problem& problem() const override { return problem_; }
   const std::string& schedule_name() const override { return schedule_; }
+  const std::string& variant() const override { return variant_; }
 
   void run(const std::vector<TensorArg>& inputs, const TensorArg& output) const override {
     const auto shapes = problem_.input_shapes();
@@ -192,6 +195,7 @@ class JitKernel final : public Kernel {
  private:
   Problem problem_;
   std::string schedule_;
+  std::string variant_;
   Halide::Callable callable_;
   std::shared_ptr<disk::Library> lib_;
 };
@@ -204,6 +208,7 @@ disk::Fields key_fields(const Problem& p, const CompileOptions& options, const l
   f.emplace_back("problem", p.canonical());
   f.emplace_back("schedule_requested", options.schedule);
   f.emplace_back("schedule", l.schedule);
+  f.emplace_back("variant", l.variant);
   f.emplace_back("schedule_detail", l.schedule_detail);
   f.emplace_back("threads", std::to_string(threads));
   // Tile overrides change the schedule (knobs table: TBEX_DW_TILE, ...).
@@ -214,7 +219,8 @@ disk::Fields key_fields(const Problem& p, const CompileOptions& options, const l
 
 std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const CompileOptions& options,
                                            int threads) {
-  lower::Lowered lowered = lower::lower(problem, options.schedule, threads);
+  lower::Lowered lowered =
+      lower::lower(problem, options.schedule, threads, lower::host_target(), options.variant);
   dump_stmt(problem, lowered);
   const std::string what = problem.canonical() + " [" + lowered.schedule + "]";
   disk::Emitters emit;
@@ -225,7 +231,7 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const Compile
   emit.runtime = [](const std::string& obj) { Halide::compile_standalone_runtime(obj, so_target()); };
   emit.runtime_id = so_target().to_string();
   auto lib = disk::load_or_build(key_fields(problem, options, lowered, threads), what, emit);
-  if (lib) return std::make_shared<JitKernel>(problem, lowered.schedule, std::move(lib));
+  if (lib) return std::make_shared<JitKernel>(problem, lowered, std::move(lib));
   return std::make_shared<JitKernel>(problem, lowered);
 }
 
@@ -249,10 +255,43 @@ void Kernel::run_dense(const std::vector<const void*>& inputs, void* output) con
   run(args, TensorArg{output, p.output_shape(), {}, p.res_dtype});
 }
 
-std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptions& options) {
-  validate(problem);
+namespace {
+
+/** "auto" without a variant: the tuning database's entry (tuned first under TBEX_TUNE=1), else
+ * unchanged (the registry's first applicable schedule). */
+CompileOptions resolve_auto(const Problem& problem, const CompileOptions& options) {
+  if (options.schedule != "auto" || !options.variant.empty()) return options;
+  const bool log_dispatch = log::enabled("dispatch");
+  TuningEntry e;
+  if (find_tuning(problem, e)) {
+    if (log_dispatch)
+      log::print("dispatch", problem.canonical() + ": tuning database hit (" + tuning_db_path() +
+                                 "): " + e.schedule + (e.variant.empty() ? "" : " variant " + e.variant) +
+                                 ", " + std::to_string(e.ms) + " ms on " + e.date);
+    return CompileOptions{e.schedule, e.variant};
+  }
+  const char* t = std::getenv("TBEX_TUNE");
+  if (t && std::string(t) == "1") {
+    // Tuned once per process even when the database cannot be written.
+    static std::mutex mu;
+    static std::map<std::string, CompileOptions> tuned;
+    std::lock_guard<std::mutex> l(mu);
+    const std::string key = problem.canonical() + "|" + std::to_string(num_threads());
+    if (auto it = tuned.find(key); it != tuned.end()) return it->second;
+    if (log_dispatch)
+      log::print("dispatch", problem.canonical() + ": no tuning database entry, tuning (TBEX_TUNE=1)");
+    const TuneResult r = tune(problem);
+    return tuned[key] = CompileOptions{r.schedule, r.variant};
+  }
+  if (log_dispatch)
+    log::print("dispatch", problem.canonical() + ": no tuning database entry in " + tuning_db_path());
+  return options;
+}
+
+std::shared_ptr<const Kernel> compile_resolved(const Problem& problem, const CompileOptions& options) {
   const int threads = num_threads();
-  const std::string key = problem.canonical() + "|" + options.schedule + "|" + std::to_string(threads);
+  const std::string key = problem.canonical() + "|" + options.schedule + "|" + options.variant +
+                          "|" + std::to_string(threads);
   {
     std::lock_guard<std::mutex> l(cache_mu);
     auto it = kernel_cache().find(key);
@@ -276,6 +315,28 @@ std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptio
                             " ms");
   std::lock_guard<std::mutex> l(cache_mu);
   return kernel_cache().emplace(key, k).first->second;
+}
+
+}  // namespace
+
+std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptions& options) {
+  validate(problem);
+  const CompileOptions chosen = resolve_auto(problem, options);
+  if (chosen.schedule == options.schedule) return compile_resolved(problem, options);
+  try {
+    return compile_resolved(problem, chosen);
+  } catch (const UserError& e) {
+    // A stale entry (a schedule or variant this build no longer has): the registry decides.
+    if (log::enabled("dispatch"))
+      log::print("dispatch", "  tuning database entry unusable (" + std::string(e.what()) +
+                                 "): using the registry's choice");
+    return compile_resolved(problem, options);
+  }
+}
+
+std::vector<std::string> schedule_candidates(const Problem& problem, const std::string& name) {
+  validate(problem);
+  return lower::candidates(problem, name, num_threads());
 }
 
 void clear_kernel_cache() {

@@ -58,16 +58,28 @@ Halide::Target host_target() {
   return t.with_feature(Halide::Target::LargeBuffers);
 }
 
+/** ctx.variant checked against the schedule: only schedules with candidates take one. */
+template <class S>
+void check_variant(const S* s, const Problem& p, const sched::Context& ctx) {
+  if (ctx.variant.empty()) return;
+  user_check(!s->candidates(p, ctx).empty(), "", "variant",
+             "schedule '" + s->name() + "' has no tile variants (got '" + ctx.variant + "')");
+}
+
 Lowered lower(const Problem& p, const std::string& schedule, int threads,
-              const Halide::Target& target) {
+              const Halide::Target& target, const std::string& variant) {
   const bool log_lower = log::enabled("lower");
-  sched::Context ctx{target, threads};
+  user_check(variant.empty() || schedule != "auto", "", "variant",
+             "variant '" + variant + "' needs a named schedule, not auto");
+  sched::Context ctx{target, threads, variant};
   Lowered out;
+  out.variant = variant;
   auto t0 = Clock::now();
   if (p.op == OpKind::kBackpropFilter) {
     ops::DwAlgorithm a = ops::define_backprop_filter(p);
     if (log_lower) log::print("lower", "define dW: " + std::to_string(ms_since(t0)) + " ms");
     const sched::DwSchedule* s = choose(sched::dw_registry(), p, schedule);
+    check_variant(s, p, ctx);
     t0 = Clock::now();
     s->apply(a, p, ctx);
     out.schedule = s->name();
@@ -78,6 +90,7 @@ Lowered lower(const Problem& p, const std::string& schedule, int threads,
     ops::FwdAlgorithm a = ops::define_forward(p);
     if (log_lower) log::print("lower", "define forward: " + std::to_string(ms_since(t0)) + " ms");
     const sched::FwdSchedule* s = choose(sched::fwd_registry(), p, schedule);
+    check_variant(s, p, ctx);
     t0 = Clock::now();
     s->apply(a, p, ctx);
     out.schedule = s->name();
@@ -88,6 +101,7 @@ Lowered lower(const Problem& p, const std::string& schedule, int threads,
     ops::DxAlgorithm a = ops::define_backprop_input(p);
     if (log_lower) log::print("lower", "define dX: " + std::to_string(ms_since(t0)) + " ms");
     const sched::DxSchedule* s = choose(sched::dx_registry(), p, schedule);
+    check_variant(s, p, ctx);
     t0 = Clock::now();
     s->apply(a, p, ctx);
     out.schedule = s->name();
@@ -98,8 +112,22 @@ Lowered lower(const Problem& p, const std::string& schedule, int threads,
   }
   if (log_lower) log::print("lower", "schedule " + out.schedule + ": " + std::to_string(ms_since(t0)) + " ms");
   if (log::enabled("dispatch"))
-    log::print("dispatch", "  chose " + out.schedule + ": " + out.schedule_detail);
+    log::print("dispatch", "  chose " + out.schedule +
+                               (variant.empty() ? "" : " variant " + variant) + ": " +
+                               out.schedule_detail);
   return out;
+}
+
+std::vector<std::string> candidates(const Problem& p, const std::string& name, int threads,
+                                    const Halide::Target& target) {
+  user_check(name != "auto", "", "schedule", "candidates need a named schedule, not auto");
+  const sched::Context ctx{target, threads, ""};
+  switch (p.op) {
+    case OpKind::kBackpropFilter: return choose(sched::dw_registry(), p, name)->candidates(p, ctx);
+    case OpKind::kBackpropInput: return choose(sched::dx_registry(), p, name)->candidates(p, ctx);
+    case OpKind::kForward: return choose(sched::fwd_registry(), p, name)->candidates(p, ctx);
+  }
+  throw InternalError("unknown OpKind");
 }
 
 std::vector<std::pair<std::string, std::string>> explain(const Problem& p) {

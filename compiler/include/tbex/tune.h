@@ -1,0 +1,59 @@
+#pragma once
+/** Measured tuning: time the schedules and tile variants that apply to a problem on this machine
+ * and remember the fastest in the tuning database, which compile(problem) with schedule "auto"
+ * consults first.
+ *
+ * The database is one JSON file, TBEX_TUNING_DB, else <cache_dir()>/tuning.json; an entry is
+ * keyed by (canonical problem, thread count, target string, tbex version). Knobs: TBEX_TUNE=1
+ * (every "auto" compile without an entry tunes first), TBEX_LOG=tune (every timed candidate). */
+#include <string>
+#include <vector>
+
+#include "tbex/problem.h"
+
+namespace tbex {
+
+struct TuneOptions {
+  int max_candidates = 8;  ///< tile variants timed per schedule (its own choice first)
+  double seconds = 0.25;   ///< timing budget per candidate (at least 3 runs after a warm-up)
+  bool store = true;       ///< write the winner to the tuning database
+  /** Only these registry entries ("" = every applicable one; reference only for small problems). */
+  std::vector<std::string> schedules;
+};
+
+struct TuneCandidate {
+  std::string schedule, variant;
+  double ms = -1;     ///< median run time; -1 when it failed to compile or run
+  std::string error;  ///< why it failed
+};
+
+struct TuneResult {
+  std::string schedule, variant;  ///< the fastest candidate
+  double ms = 0;                  ///< its median time
+  double default_ms = -1;         ///< the untuned "auto" choice's median time (-1 if not timed)
+  std::vector<TuneCandidate> candidates;  ///< every candidate, in timing order
+};
+
+/** Compiles (JIT), runs on random data in the TBE layouts and times every candidate: each
+ * applicable schedule of the registry (reference only for small problems) with its variants.
+ * The threads are num_threads(). UserError if no candidate runs. */
+TuneResult tune(const Problem& problem, const TuneOptions& options = {});
+
+/** A tuning database entry. */
+struct TuningEntry {
+  std::string schedule, variant;
+  double ms = 0;
+  std::string date;  ///< UTC, ISO 8601
+  int threads = 0;
+  std::string target;
+};
+
+/** TBEX_TUNING_DB, else <cache_dir()>/tuning.json. */
+std::string tuning_db_path();
+
+/** The entry for `problem` at num_threads() on the host target, if any. A missing or corrupt
+ * file holds no entries (a corrupt one is logged under TBEX_LOG=tune and rewritten by the next
+ * tune()). */
+bool find_tuning(const Problem& problem, TuningEntry& entry);
+
+}  // namespace tbex

@@ -1,0 +1,166 @@
+/** Measured tuning (tbex/tune.h): every applicable schedule and tile variant is compiled, run on
+ * random data and timed; the fastest goes to the tuning database. */
+#include "tbex/tune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <random>
+
+#include "lower/log.h"
+#include "lower/pipeline.h"
+#include "tbex/errors.h"
+#include "tbex/kernel.h"
+#include "tbex/thread_pool.h"
+#include "tune/tuning_db.h"
+
+namespace tbex {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/** Above this many flops the scalar serial reference is not worth timing. */
+constexpr double kReferenceMaxFlops = 5e7;
+
+std::string fmt(double ms) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f ms", ms);
+  return b;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+/** Random operands of `p` in its TBE layouts (values in [-1, 1]) and its output buffer. */
+struct Operands {
+  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<uint8_t> output;
+
+  explicit Operands(const Problem& p) {
+    std::mt19937 rng(1234);
+    std::uniform_real_distribution<float> d(-1.f, 1.f);
+    const auto shapes = p.input_shapes();
+    const auto dtypes = p.input_dtypes();
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      int64_t n = 1;
+      for (int64_t s : shapes[i]) n *= s;
+      std::vector<uint8_t> b(n * dtype_size(dtypes[i]));
+      for (int64_t k = 0; k < n; ++k) {
+        const float v = d(rng);
+        if (dtypes[i] == DType::kFloat32) {
+          std::memcpy(&b[k * 4], &v, 4);
+        } else {
+          const uint16_t h = dtypes[i] == DType::kFloat16 ? float_to_half(v) : float_to_bf16(v);
+          std::memcpy(&b[k * 2], &h, 2);
+        }
+      }
+      inputs.push_back(std::move(b));
+    }
+    int64_t n = 1;
+    for (int64_t s : p.output_shape()) n *= s;
+    output.resize(n * dtype_size(p.res_dtype));
+  }
+};
+
+/** Median ms of `k` over at least 3 runs after a warm-up, for about `seconds`. A warm-up
+ * slower than 3x `best_ms` (the fastest so far) ends the timing: the candidate cannot win. */
+double time_kernel(const Kernel& k, Operands& ops, double seconds, double best_ms) {
+  std::vector<const void*> in;
+  for (const auto& b : ops.inputs) in.push_back(b.data());
+  auto run = [&] {
+    const auto t0 = Clock::now();
+    k.run_dense(in, ops.output.data());
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  const double warm = run();
+  if (best_ms > 0 && warm > 3 * best_ms) return warm;
+  std::vector<double> ms;
+  const auto start = Clock::now();
+  while (ms.size() < 3 ||
+         (ms.size() < 200 &&
+          std::chrono::duration<double>(Clock::now() - start).count() < seconds))
+    ms.push_back(run());
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::string label(const TuneCandidate& c) {
+  return c.schedule + (c.variant.empty() ? " (own choice)" : " [" + c.variant + "]");
+}
+
+/** (schedule, variant) pairs to time, in registry order; without a schedule list the first is
+ * the untuned auto choice. */
+std::vector<TuneCandidate> candidate_list(const Problem& p, int threads, const TuneOptions& o) {
+  const int max_variants = o.max_candidates;
+  std::vector<TuneCandidate> list;
+  for (const auto& [name, why] : lower::explain(p)) {
+    if (!why.empty()) continue;
+    if (!o.schedules.empty() &&
+        std::find(o.schedules.begin(), o.schedules.end(), name) == o.schedules.end())
+      continue;
+    if (name == "reference" && o.schedules.empty() && p.geo.flops() > kReferenceMaxFlops) continue;
+    std::vector<std::string> vars = lower::candidates(p, name, threads);
+    if (vars.empty()) vars = {""};
+    vars.resize(std::min<size_t>(vars.size(), std::max(1, max_variants)));
+    for (const auto& v : vars) list.push_back(TuneCandidate{name, v, -1, ""});
+  }
+  return list;
+}
+
+}  // namespace
+
+TuneResult tune(const Problem& problem, const TuneOptions& options) {
+  validate(problem);
+  const int threads = num_threads();
+  const bool log_tune = log::enabled("tune");
+  if (log_tune)
+    log::print("tune", "tuning " + problem.canonical() + " at " + std::to_string(threads) +
+                           " threads");
+  Operands ops(problem);
+  TuneResult result;
+  result.candidates = candidate_list(problem, threads, options);
+  double best = -1;
+  for (size_t i = 0; i < result.candidates.size(); ++i) {
+    TuneCandidate& c = result.candidates[i];
+    try {
+      auto k = compile(problem, CompileOptions{c.schedule, c.variant});
+      c.ms = time_kernel(*k, ops, options.seconds, best);
+    } catch (const std::exception& e) {
+      c.error = e.what();
+    }
+    if (log_tune)
+      log::print("tune", "  " + label(c) + ": " + (c.ms >= 0 ? fmt(c.ms) : "failed: " + c.error));
+    if (c.ms >= 0 && (best < 0 || c.ms < best)) {
+      best = c.ms;
+      result.schedule = c.schedule, result.variant = c.variant, result.ms = c.ms;
+    }
+    if (i == 0 && options.schedules.empty()) result.default_ms = c.ms;
+  }
+  user_check(best >= 0, "", "problem", "no candidate schedule ran for " + problem.canonical());
+  if (log_tune)
+    log::print("tune", "  fastest: " + result.schedule +
+                           (result.variant.empty() ? "" : " [" + result.variant + "]") + " " +
+                           fmt(result.ms) + " (untuned " + fmt(result.default_ms) + ")");
+  if (options.store) {
+    const tuning::Key key = tuning::key_of(problem, threads);
+    const TuningEntry entry{result.schedule, result.variant, result.ms, utc_now(), threads, key.target};
+    const std::string path = tuning_db_path();
+    const std::string err = tuning::store(path, key, entry, result.default_ms);
+    if (log_tune)
+      log::print("tune", err.empty() ? "  stored in " + path : "  not stored: " + err);
+  }
+  return result;
+}
+
+bool find_tuning(const Problem& problem, TuningEntry& entry) {
+  return tuning::lookup(tuning_db_path(), tuning::key_of(problem, num_threads()), entry);
+}
+
+}  // namespace tbex

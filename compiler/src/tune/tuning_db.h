@@ -1,0 +1,26 @@
+#pragma once
+/** The tuning database file (see tbex/tune.h): read with a cache on (mtime, size), written as a
+ * whole under an flock on <path>.lock, published by temp file + rename. */
+#include <string>
+
+#include "tbex/tune.h"
+
+namespace tbex::tuning {
+
+/** What an entry is keyed by. */
+struct Key {
+  std::string problem, target, tbex;
+  int threads = 0;
+};
+
+/** The key of `problem` at `threads` on the host target and this tbex version. */
+Key key_of(const Problem& problem, int threads);
+
+bool lookup(const std::string& path, const Key& key, TuningEntry& entry);
+
+/** Adds or replaces the entry of `key` (with its measured untuned time, -1 if unknown); "" or
+ * why the file could not be written. A corrupt file is replaced. */
+std::string store(const std::string& path, const Key& key, const TuningEntry& entry,
+                  double default_ms);
+
+}  // namespace tbex::tuning

@@ -1,0 +1,182 @@
+// Every tile variant the tiled schedules list for the tuner (schedule_candidates) computes the
+// same result as a float64 loop over the definition (tests/cpp/reference.h), for dW, dX and the
+// forward conv on a few problems: plain, odd channels with strides, and grouped.
+//
+// Inputs are multiples of 1/8 (exact in fp16 and fp32, exact fp32 partial sums), so every
+// variant matches to the last bit; the checks allow 1e-6 relative (the fp32 summation bound).
+#include <gtest/gtest.h>
+
+#include "reference.h"
+#include "tbex/tbex.h"
+#include "test_util.h"
+
+namespace tbex {
+namespace {
+
+using test::Case;
+using test::count;
+using test::decode;
+using test::encode;
+using test::expect_close;
+using test::random_eighths;
+
+// Two threads whatever the machine: dW's reduction-split variants exist only with several.
+const int kThreadsSet = (set_num_threads(2), 2);
+
+const Case kCases[] = {
+    {"plain", 2, 32, 48, 1, {4, 6, 9}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"odd_strided", 1, 20, 37, 1, {5, 7, 11}, {2, 3, 2}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
+    {"grouped", 2, 48, 48, 3, {3, 4, 13}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 1, 1}},
+};
+
+ConvGeometry geometry(const Case& c) {
+  ConvGeometry g;
+  g.n = c.n, g.cin = c.cin, g.cout = c.cout, g.groups = c.groups;
+  g.in = c.in, g.kernel = c.k, g.stride = c.s, g.dilation = c.dil, g.pads = c.pads;
+  for (int i = 0; i < 3; ++i)
+    g.out[i] = (c.in[i] + c.pads[2 * i] + c.pads[2 * i + 1] - ((c.k[i] - 1) * c.dil[i] + 1)) / c.s[i] + 1;
+  return g;
+}
+
+Dims5 x_dims(const ConvGeometry& g) { return {g.n, g.cin, g.in[0], g.in[1], g.in[2]}; }
+Dims5 y_dims(const ConvGeometry& g) { return {g.n, g.cout, g.out[0], g.out[1], g.out[2]}; }
+Dims5 w_dims(const ConvGeometry& g) { return {g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]}; }
+int64_t numel(const Dims5& d) { return d[0] * d[1] * d[2] * d[3] * d[4]; }
+
+std::vector<uint8_t> to_6hd(const std::vector<double>& v, const Dims5& d, DType t) {
+  const auto b = encode(v, t);
+  std::vector<uint8_t> out(count(shape_6hd(d)) * dtype_size(t));
+  ncdhw_to_6hd(b.data(), out.data(), d, dtype_size(t));
+  return out;
+}
+
+std::vector<uint8_t> to_fz3d(const std::vector<double>& v, const Dims5& d, int64_t groups, DType t) {
+  const auto b = encode(v, t);
+  std::vector<uint8_t> out(count(shape_fz3d(d, groups)) * dtype_size(t));
+  oidhw_to_fz3d(b.data(), out.data(), d, groups, dtype_size(t));
+  return out;
+}
+
+/** Runs every variant of `schedule` for `p` on `inputs`; `unpack` turns the fp32 output into
+ * the reference's layout. Returns how many variants ran. */
+template <class Unpack>
+int check_variants(const Problem& p, const std::string& schedule,
+                   const std::vector<const void*>& inputs, const std::vector<double>& ref,
+                   Unpack&& unpack) {
+  const auto variants = schedule_candidates(p, schedule);
+  EXPECT_GE(variants.size(), 3u) << schedule << " lists too few variants for " << p.canonical();
+  for (const auto& v : variants) {
+    SCOPED_TRACE(schedule + " [" + v + "] " + p.canonical());
+    auto k = compile(p, CompileOptions{schedule, v});
+    EXPECT_EQ(k->schedule_name(), schedule);
+    EXPECT_EQ(k->variant(), v);
+    std::vector<float> out(count(p.output_shape()), -7.0f);
+    k->run_dense(inputs, out.data());
+    expect_close(unpack(out), ref, 1e-6);
+  }
+  return (int)variants.size();
+}
+
+class VariantTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
+
+TEST_P(VariantTest, DwTiledMatchesReference) {
+  const auto& [ci, dtype] = GetParam();
+  const Case& c = kCases[ci];
+  const ConvGeometry g = geometry(c);
+  auto x = random_eighths(numel(x_dims(g)), 1 + ci);
+  auto dy = random_eighths(numel(y_dims(g)), 100 + ci);
+  const auto x6 = to_6hd(x, x_dims(g), dtype), y6 = to_6hd(dy, y_dims(g), dtype);
+  ParaDict para;
+  para.strides = std::vector<int64_t>{c.s[0], c.s[1], c.s[2]};
+  para.dilations = std::vector<int64_t>{1, c.dil[0], 1, c.dil[1], c.dil[2]};
+  para.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
+  para.groups = c.groups;
+  Problem p = make_backprop_filter_problem(shape_6hd(x_dims(g)), dtype, shape_6hd(y_dims(g)), dtype,
+                                           {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]}, para);
+  const Dims5 wd = w_dims(g);
+  check_variants(p, "dw_tiled", {x6.data(), y6.data()}, test::ref_dw(g, x, dy),
+                 [&](const std::vector<float>& out) {
+                   std::vector<float> w(numel(wd));
+                   oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
+                   return std::vector<double>(w.begin(), w.end());
+                 });
+}
+
+TEST_P(VariantTest, DxTiledMatchesReference) {
+  const auto& [ci, dtype] = GetParam();
+  const Case& c = kCases[ci];
+  const ConvGeometry g = geometry(c);
+  auto w = random_eighths(numel(w_dims(g)), 7 + ci);
+  auto dy = random_eighths(numel(y_dims(g)), 300 + ci);
+  const auto fz = to_fz3d(w, w_dims(g), c.groups, dtype), y6 = to_6hd(dy, y_dims(g), dtype);
+  ParaDict para;
+  para.strides = std::vector<int64_t>{1, c.s[0], c.s[1], c.s[2], 1};
+  para.dilations = std::vector<int64_t>{1, c.dil[0], c.dil[1], c.dil[2], 1};
+  para.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
+  para.groups = c.groups;
+  para.res_dtype = "float32";
+  Problem p = make_backprop_input_problem(shape_fz3d(w_dims(g), c.groups), dtype, shape_6hd(y_dims(g)),
+                                          dtype, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                          {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para);
+  const Dims5 xd = x_dims(g);
+  check_variants(p, "dx_tiled", {fz.data(), y6.data()}, test::ref_dx(g, w, dy),
+                 [&](const std::vector<float>& out) {
+                   std::vector<float> dx(numel(xd));
+                   ncdhw_from_6hd(out.data(), dx.data(), xd, 4);
+                   return std::vector<double>(dx.begin(), dx.end());
+                 });
+}
+
+TEST_P(VariantTest, FwdTiledMatchesReference) {
+  const auto& [ci, dtype] = GetParam();
+  const Case& c = kCases[ci];
+  const ConvGeometry g = geometry(c);
+  auto x = random_eighths(numel(x_dims(g)), 21 + ci);
+  auto w = random_eighths(numel(w_dims(g)), 500 + ci);
+  // The filter operand is the FRACTAL_Z_3D of the per-group transposed weight T [Cin, Cout/g, K].
+  const int64_t cin_pg = g.cin_pg(), cout_pg = g.cout_pg();
+  const int64_t kvol = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  std::vector<double> t(w.size());
+  for (int64_t gg = 0; gg < g.groups; ++gg)
+    for (int64_t o = 0; o < cout_pg; ++o)
+      for (int64_t i = 0; i < cin_pg; ++i)
+        for (int64_t k = 0; k < kvol; ++k)
+          t[((gg * cin_pg + i) * cout_pg + o) * kvol + k] = w[((gg * cout_pg + o) * cin_pg + i) * kvol + k];
+  const Dims5 td{g.cin, cout_pg, g.kernel[0], g.kernel[1], g.kernel[2]};
+  const auto x6 = to_6hd(x, x_dims(g), dtype), fz = to_fz3d(t, td, g.groups, dtype);
+  Problem p = make_forward_problem(g, dtype, DType::kFloat32);
+  const Dims5 yd = y_dims(g);
+  check_variants(p, "fwd_tiled", {x6.data(), fz.data()}, test::ref_fwd(g, x, w),
+                 [&](const std::vector<float>& out) {
+                   std::vector<float> y(numel(yd));
+                   ncdhw_from_6hd(out.data(), y.data(), yd, 4);
+                   return std::vector<double>(y.begin(), y.end());
+                 });
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, VariantTest,
+                         ::testing::Values(std::make_tuple(0, DType::kFloat32),
+                                           std::make_tuple(0, DType::kFloat16),
+                                           std::make_tuple(1, DType::kFloat32),
+                                           std::make_tuple(2, DType::kFloat16)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, DType>>& info) {
+                           return std::string(kCases[std::get<0>(info.param)].name) + "_" +
+                                  dtype_name(std::get<1>(info.param));
+                         });
+
+TEST(Variants, BadVariantsAreUserErrors) {
+  ParaDict para;
+  para.strides = std::vector<int64_t>{1, 1, 1};
+  para.pads = std::vector<int64_t>{0, 0, 0, 0, 0, 0};
+  para.dilations = std::vector<int64_t>{1, 1, 1, 1, 1};
+  Problem p = make_backprop_filter_problem({1, 3, 2, 6, 6, 16}, DType::kFloat32, {1, 1, 2, 4, 4, 16},
+                                           DType::kFloat32, {32, 3, 32, 3, 3}, para);
+  for (const char* v : {"nt=3", "nt=4,nt=4", "bogus=1", "nt=0", "nt", "kwt=2"})
+    EXPECT_THROW(compile(p, CompileOptions{"dw_tiled", v}), UserError) << v;
+  EXPECT_THROW(compile(p, CompileOptions{"reference", "nt=4"}), UserError);
+  EXPECT_THROW(compile(p, CompileOptions{"auto", "nt=4"}), UserError);
+  EXPECT_NO_THROW(compile(p, CompileOptions{"dw_tiled", "nt=8,kwt=3,ch=2"}));
+}
+
+}  // namespace
+}  // namespace tbex
