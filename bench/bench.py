@@ -5,11 +5,14 @@
     .venv/bin/python bench/bench.py --quick               # a_tbe_doc, b_c3d, c1_unet_64cube
     .venv/bin/python bench/bench.py --no-tbex --dtypes f32,bf16 --threads 1
     .venv/bin/python bench/bench.py --workloads b_c3d --passes dw --target-sec 2
+    .venv/bin/python bench/bench.py --halide-auto adams2019 --halide-auto-dtypes f32
 
 Workloads come from shared/bench_workloads.json (next to the repo; --workloads-file to override).
 The oneDNN helper and the peak kernel are built on demand into bench/build/ by bench/build.sh.
-Prints a table and writes bench/RESULTS.md (--out to change, --out '' to skip); raw results go
-to bench/build/results.json. See bench/README.md for the columns.
+Halide's autoschedulers (tbex's kernels compiled with schedule=halide_<name>) are timed the same
+way and get a table of their own. Prints the tables and writes them as the top part of
+bench/RESULTS.md, keeping the `## ` sections other scripts wrote there (--out to change, --out ''
+to skip); raw results go to bench/build/results.json. See bench/README.md for the columns.
 """
 
 import argparse
@@ -32,6 +35,8 @@ BUILD = HERE / "build"
 QUICK = ["a_tbe_doc", "b_c3d", "c1_unet_64cube"]
 NP_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 TBEX_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+# Halide's autoschedulers, as tbex schedules (schedules/halide_auto.cpp): short name -> table name
+HALIDE_AUTO = {"mullapudi2016": "Mullapudi2016", "adams2019": "Adams2019", "li2018": "Li2018"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,7 +405,7 @@ def tbex_shape(t):
 class TbexCase:
     """One compiled tbex kernel (per workload, pass, dtype) plus its inputs in TBE layouts."""
 
-    def __init__(self, w, pass_, dtype, data):
+    def __init__(self, w, pass_, dtype, data, schedule="auto"):
         import tbex
         from tbex import dsl, layout, tvm
 
@@ -412,6 +417,7 @@ class TbexCase:
                 w["pad_left"], w["pad_right"]]
         self.groups = g
         self.pass_ = pass_
+        self.dtype = dtype
         dy6 = layout.ncdhw_to_6hd(data.dy)
         dy_ph = tvm.placeholder(dy6.shape, name="dy", dtype=tdt)
         if pass_ == "dw":
@@ -445,7 +451,7 @@ class TbexCase:
             tensors = [f_ph, dy_ph, res]
             self.inputs = (fz, dy6)
         t0 = time.perf_counter()
-        sch = dsl.auto_schedule(res)
+        sch = dsl.auto_schedule(res, schedule=schedule)
         self.kernel = dsl.build(sch, {"name": "bench", "tensor_list": tensors})
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         try:
@@ -672,11 +678,68 @@ def render_table(rows):
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:
         lines.append("| " + " | ".join(row_cells(r, notes)) + " |")
-    if notes:
-        lines.append("")
-        for i, n in enumerate(notes, 1):
-            lines.append("[%d] %s  " % (i, n))
-    return "\n".join(lines)
+    return "\n".join(lines + footnotes(notes))
+
+
+def footnotes(notes):
+    return [""] + ["[%d] %s  " % (i, n) for i, n in enumerate(notes, 1)] if notes else []
+
+
+HALIDE_WRONG = 1e-2  # rel. error (vs torch) above which an autoscheduled kernel is marked WRONG
+
+
+def halide_columns(autos):
+    cols = ["workload", "pass", "dtype", "thr", "tbex ms"]
+    for a in autos:
+        n = HALIDE_AUTO[a]
+        cols += [n + " ms", n + " %pk", n + "/tbex", n + " compile ms"]
+    return cols
+
+
+def halide_cells(r, autos, notes):
+    """One row of the autoscheduler table: per autoscheduler its time, % of peak, its time over
+    tbex's (> 1: tbex is faster) and its compile time."""
+    t = r.get("tbex") or {}
+    tb_ms = pick_ms(t) if "ms" in t else None
+    cells = [r["workload"], r["pass"], r["dtype"], str(r["threads"]),
+             ms_cell(t) if tb_ms else "-"]
+    for a in autos:
+        h = r.get("halide", {}).get(a)
+        if h is None:
+            cells += ["-", "", "", ""]
+            continue
+        comp = fmt(h.get("compile_ms"))
+        if "ms" not in h:
+            text = "%s %s %s %s: %s" % (HALIDE_AUTO[a], r["workload"], r["pass"], r["dtype"],
+                                        h.get("error") or h.get("skipped", "?"))
+            mark = "skipped" if "skipped" in h else "ERR"
+            cells += ["%s [%d]" % (mark, footnote(notes, text)), "", "", comp]
+            continue
+        ms = pick_ms(h)
+        cell = ms_cell(h)
+        err = h.get("rel_err")
+        if isinstance(err, float) and not err <= HALIDE_WRONG:
+            cell += " WRONG [%d]" % footnote(notes, "%s %s %s %s: max rel. error %.1e vs torch" % (
+                HALIDE_AUTO[a], r["workload"], r["pass"], r["dtype"], err))
+        pk = 100.0 * r["flops"] / (ms * 1e6) / r["peak"] if r["peak"] else None
+        cells += [cell, fmt(pk, 1), fmt(ms / tb_ms) + "x" if tb_ms else "", comp]
+    return cells
+
+
+def footnote(notes, text):
+    if text not in notes:
+        notes.append(text)
+    return notes.index(text) + 1
+
+
+def render_halide_table(rows, autos):
+    cols = halide_columns(autos)
+    notes = []
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        if r.get("halide"):
+            lines.append("| " + " | ".join(halide_cells(r, autos, notes)) + " |")
+    return "\n".join(lines + footnotes(notes))
 
 
 def peak_text(peaks, measured):
@@ -692,14 +755,15 @@ def peak_text(peaks, measured):
 def count_flagged(rows):
     n = 0
     for r in rows:
-        for k in ("tbex", "onednn", "torch"):
-            d = r.get(k)
+        ds = [r.get(k) for k in ("tbex", "onednn", "torch")] + list(r.get("halide", {}).values())
+        for d in ds:
             if isinstance(d, dict) and d.get("avail") is not None and d["avail"] < Availability.OK:
                 n += 1
     return n
 
 
-def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0.0):
+def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0.0, autos=(),
+                  auto_dtypes=()):
     text = [
         "# tbex benchmark results",
         "",
@@ -724,7 +788,31 @@ def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0
         render_table(rows),
         "",
     ]
-    Path(path).write_text("\n".join(text))
+    if autos:
+        text += [
+            "### Halide's autoschedulers",
+            "",
+            "tbex's algorithms scheduled by Halide's own autoschedulers instead of tbex's schedules "
+            "(`dsl.auto_schedule(res, schedule=\"halide_<name>\")`, parallelism = tbex's thread "
+            "count at compile time), timed like tbex%s. `<name>/tbex` = its time / tbex's "
+            "(> 1: tbex is faster); `compile ms` = auto_schedule + build, autoscheduling included."
+            % ("" if set(auto_dtypes) >= {r["dtype"] for r in rows}
+               else " (%s inputs only)" % ", ".join(auto_dtypes)),
+            "",
+            render_halide_table(rows, autos),
+            "",
+        ]
+    replace_top(path, "\n".join(text))
+
+
+def replace_top(path, text):
+    """Writes `text` as the part of `path` before its first '## ' section: the sections other
+    scripts add (bench_conv_backward.py, bench_cpp_source.py) stay as they are."""
+    path = Path(path)
+    lines = path.read_text().splitlines() if path.exists() else []
+    first = next((i for i, l in enumerate(lines) if l.startswith("## ")), len(lines))
+    rest = lines[first:]
+    path.write_text(text.rstrip("\n") + "\n" + ("\n" + "\n".join(rest) + "\n" if rest else ""))
 
 
 # --------------------------------------------------------------------------------------------
@@ -752,6 +840,35 @@ def write_section(path, section, text):
     path.write_text(out)
 
 
+def halide_case(w, pass_, dtype, data, auto):
+    """tbex's kernel scheduled by Halide's autoscheduler `auto`, or {"error": ...}."""
+    try:
+        return TbexCase(w, pass_, dtype, data, schedule="halide_" + auto)
+    except Exception as e:
+        traceback.print_exc(file=sys.stderr)
+        return {"error": short_err(e)}
+
+
+def time_halide(hc, auto, n, args, avail, ref, too_slow):
+    """Times one autoscheduled kernel like tbex's; marks it too slow for the rest of the
+    workload's pass when one call takes longer than --halide-auto-max-s."""
+    if isinstance(hc, dict):
+        return dict(hc)
+    if auto in too_slow:
+        return {"skipped": too_slow[auto], "compile_ms": hc.compile_ms}
+    try:
+        d = avail.measure(n, lambda: hc.time(n, args.target_sec))
+    except Exception as e:
+        traceback.print_exc(file=sys.stderr)
+        return {"error": short_err(e), "compile_ms": hc.compile_ms}
+    d["compile_ms"] = hc.compile_ms
+    d["rel_err"] = hc.rel_err(ref)
+    if d["min_ms"] > 1e3 * args.halide_auto_max_s:
+        too_slow[auto] = "not timed further: %.1f s per call (%s, %d thr) > --halide-auto-max-s" % (
+            d["min_ms"] / 1e3, hc.dtype, n)
+    return d
+
+
 def parse_list(s, conv=str):
     return [conv(v.strip()) for v in s.split(",") if v.strip()]
 
@@ -766,6 +883,14 @@ def main(argv=None):
     ap.add_argument("--no-tbex", action="store_true", help="skip tbex")
     ap.add_argument("--no-onednn", action="store_true", help="skip oneDNN")
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch")
+    ap.add_argument("--halide-auto", default=",".join(HALIDE_AUTO),
+                    help="Halide autoschedulers to time as tbex schedules (default %s; '' = none)"
+                    % ",".join(HALIDE_AUTO))
+    ap.add_argument("--halide-auto-dtypes", default=None,
+                    help="dtypes the autoschedulers are timed for (default: all of --dtypes)")
+    ap.add_argument("--halide-auto-max-s", type=float, default=5.0,
+                    help="an autoscheduled kernel slower than this (s per call) is not timed for "
+                         "the workload's further thread counts and dtypes (default 5)")
     ap.add_argument("--target-sec", type=float, default=0.4,
                     help="timed seconds per measurement (k adapts to it; default 0.4)")
     ap.add_argument("--stat", choices=["median", "min"], default="median",
@@ -801,6 +926,12 @@ def main(argv=None):
     for p in passes:
         if p not in ("dw", "dx"):
             sys.exit("bench: pass must be dw or dx")
+    autos = parse_list(args.halide_auto)
+    auto_dtypes = parse_list(args.halide_auto_dtypes) if args.halide_auto_dtypes else dtypes
+    if any(a not in HALIDE_AUTO for a in autos):
+        sys.exit("bench: --halide-auto takes %s" % ",".join(HALIDE_AUTO))
+    if args.no_tbex:
+        autos = []
 
     ensure_built(args.rebuild)
     dinfo = onednn_info()
@@ -821,6 +952,7 @@ def main(argv=None):
     for name in names:
         w = by_name[name]
         for pass_ in passes:
+            too_slow = {}  # autoscheduler -> why it is no longer timed for this workload and pass
             for dtype in dtypes:
                 data = Data(w, dtype)
                 tcase, tcase_err = None, None
@@ -830,6 +962,11 @@ def main(argv=None):
                     except Exception as e:
                         tcase_err = short_err(e)
                         traceback.print_exc(file=sys.stderr)
+                hcases = {}
+                if tbex_mod is not None and dtype in auto_dtypes:
+                    for a in autos:
+                        if a not in too_slow:
+                            hcases[a] = halide_case(w, pass_, dtype, data, a)
                 for n in threads:
                     r = {"workload": name, "pass": pass_, "dtype": dtype, "threads": n,
                          "flops": flops(w), "peak": peaks.get(n)}
@@ -853,14 +990,24 @@ def main(argv=None):
                             except Exception as e:
                                 r["tbex"] = {"error": short_err(e)}
                                 traceback.print_exc(file=sys.stderr)
+                    if hcases:
+                        r["halide"] = {}
+                        for a, hc in hcases.items():
+                            r["halide"][a] = time_halide(hc, a, n, args, avail, ref, too_slow)
                     rows.append(r)
                     print("  " + " | ".join(row_cells(r, [])), flush=True)
-                del tcase
+                    if hcases:
+                        print("    halide: " + " | ".join(halide_cells(r, autos, [])[4:]),
+                              flush=True)
+                del tcase, hcases
 
     elapsed = time.perf_counter() - start
     table = render_table(rows)
     print()
     print(table)
+    if autos:
+        print()
+        print(render_halide_table(rows, autos))
     print("\nelapsed %.0f s; waited %.0f s for free cores; %d measurement(s) flagged '!'"
           % (elapsed, avail.waited, count_flagged(rows)))
     cmd = [".venv/bin/python", "bench/bench.py"]
@@ -873,7 +1020,7 @@ def main(argv=None):
              "elapsed_s": elapsed, "waited_s": avail.waited}, indent=1, default=str))
     if args.out:
         write_results(args.out, cmd, machine, peak_text(peaks, peaks_measured), rows, elapsed,
-                      tbex_err, avail.waited)
+                      tbex_err, avail.waited, autos, auto_dtypes)
         print("wrote %s" % args.out)
 
 

@@ -25,6 +25,9 @@ class Schedule {
   virtual std::string name() const = 0;
   /** "" when the schedule applies to `p`, else the reason it does not. */
   virtual std::string why_not(const Problem& p) const = 0;
+  /** True for entries "auto" never picks, used only when requested by name (Halide's
+   * autoschedulers: kept for comparison). */
+  virtual bool by_name_only() const { return false; }
   /** One line on what the schedule will do for `p` (tiles, splits). */
   virtual std::string describe(const Problem& p, const Context& ctx) const = 0;
   virtual void apply(Algorithm& a, const Problem& p, const Context& ctx) const = 0;
@@ -41,8 +44,8 @@ const std::vector<const DwSchedule*>& dw_registry();
 const std::vector<const DxSchedule*>& dx_registry();
 const std::vector<const FwdSchedule*>& fwd_registry();
 
-/** Registry entries of one op, as names (best first). */
-std::vector<std::string> registry_names(OpKind op);
+/** Registry entries of one op, as names (best first); own_only: without by-name-only entries. */
+std::vector<std::string> registry_names(OpKind op, bool own_only = false);
 
 // Factories, one per schedule family (defined in dw_schedules.cpp / dx_schedules.cpp /
 // fwd_schedules.cpp).
@@ -54,5 +57,11 @@ const DxSchedule* dx_tiled_schedule();
 const DxSchedule* dx_reference_schedule();
 const FwdSchedule* fwd_tiled_schedule();
 const FwdSchedule* fwd_reference_schedule();
+
+/** Halide's autoschedulers (halide_auto.cpp), by-name-only entries placed before reference. */
+enum class HalideAutoscheduler { kMullapudi2016, kAdams2019, kLi2018 };
+const DwSchedule* dw_halide_auto_schedule(HalideAutoscheduler which);
+const DxSchedule* dx_halide_auto_schedule(HalideAutoscheduler which);
+const FwdSchedule* fwd_halide_auto_schedule(HalideAutoscheduler which);
 
 }  // namespace tbex::sched

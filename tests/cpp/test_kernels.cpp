@@ -156,13 +156,13 @@ INSTANTIATE_TEST_SUITE_P(
     AllCases, FilterKernelTest,
     ::testing::Combine(::testing::Range(0, (int)(sizeof(kCases) / sizeof(kCases[0]))),
                        ::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
-                       ::testing::ValuesIn(schedule_names(OpKind::kBackpropFilter))),
+                       ::testing::ValuesIn(own_schedule_names(OpKind::kBackpropFilter))),
     param_name);
 INSTANTIATE_TEST_SUITE_P(
     AllCases, InputKernelTest,
     ::testing::Combine(::testing::Range(0, (int)(sizeof(kCases) / sizeof(kCases[0]))),
                        ::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
-                       ::testing::ValuesIn(schedule_names(OpKind::kBackpropInput))),
+                       ::testing::ValuesIn(own_schedule_names(OpKind::kBackpropInput))),
     param_name);
 
 // dX with tensor_bias and the default float16 result: one rounding of the exact sum.

@@ -47,8 +47,13 @@ class Kernel {
 
 std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptions& options = {});
 
-/** Names of the schedules for an op, best first, reference last. */
+/** Names of the schedules for an op: tbex's own best first, then Halide's autoschedulers
+ * (halide_mullapudi2016, halide_adams2019, halide_li2018: by name only, for comparison; "auto"
+ * never picks them), reference last. */
 std::vector<std::string> schedule_names(OpKind op);
+
+/** Same without Halide's autoschedulers: the schedules "auto" chooses from, reference last. */
+std::vector<std::string> own_schedule_names(OpKind op);
 
 /** The tile variants of schedule `name` worth timing for `problem`, "" (its own choice) first;
  * empty when the schedule has none. UserError if it is unknown or does not apply. */

@@ -24,10 +24,13 @@ const S* choose(const std::vector<const S*>& reg, const Problem& p, const std::s
   const S* chosen = nullptr;
   for (const S* s : reg) {
     std::string why = s->why_not(p);
-    bool named = want == "auto" || want == s->name();
+    const bool comparison = want == "auto" && s->by_name_only();
+    bool named = (want == "auto" && !comparison) || want == s->name();
     if (log_dispatch)
       log::print("dispatch", "  " + s->name() + ": " +
-                                 (why.empty() ? (named ? "applies" : "applies, not requested")
+                                 (why.empty() ? (comparison ? "applies, comparison only (by name)"
+                                                 : named    ? "applies"
+                                                            : "applies, not requested")
                                               : "skipped: " + why));
     if (!chosen && named && why.empty()) chosen = s;
     if (!chosen && want == s->name() && !why.empty())

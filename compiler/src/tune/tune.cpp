@@ -100,8 +100,11 @@ std::string label(const TuneCandidate& c) {
 std::vector<TuneCandidate> candidate_list(const Problem& p, int threads, const TuneOptions& o) {
   const int max_variants = o.max_candidates;
   std::vector<TuneCandidate> list;
+  const std::vector<std::string> own = own_schedule_names(p.op);
   for (const auto& [name, why] : lower::explain(p)) {
     if (!why.empty()) continue;
+    // Halide's autoschedulers are for comparison: timed only when listed, never stored by default.
+    if (o.schedules.empty() && std::find(own.begin(), own.end(), name) == own.end()) continue;
     if (!o.schedules.empty() &&
         std::find(o.schedules.begin(), o.schedules.end(), name) == o.schedules.end())
       continue;
