@@ -1,7 +1,8 @@
 // Measured tuning and the tuning database: tune() times candidates and stores the fastest; an
 // "auto" compile then uses that entry; the tuned kernel computes what the untuned one does; a
 // corrupt database is ignored (with a log line) and rewritten by the next tune; TBEX_TUNE=1
-// tunes on the first "auto" compile; two variants never share a disk-cache entry.
+// tunes on the first "auto" compile; two variants never share a disk-cache entry, and the
+// entries of several kernels load side by side in one process.
 // No timed assertions: which candidate wins depends on the machine.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -188,6 +189,14 @@ TEST(Tune, VariantsNeverShareADiskCacheEntry) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
     entries += e.path().extension() == ".json";
   EXPECT_EQ(entries, 3);
+  // Each loads its own entry (three libraries loaded in one process), also after a reload.
+  EXPECT_EQ(cache_stats().fallbacks, before.fallbacks);
+  clear_kernel_cache();
+  const CacheStats mid = cache_stats();
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(compile(p, CompileOptions{"dw_tiled", variants[i]})->variant(), variants[i]);
+  EXPECT_EQ(cache_stats().hits - mid.hits, 3);
+  EXPECT_EQ(cache_stats().compiles, mid.compiles);
   std::filesystem::remove_all(dir);
 }
 

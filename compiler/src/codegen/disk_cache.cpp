@@ -353,16 +353,21 @@ std::string fn_name_of(const std::string& key) { return "tbex_" + key.substr(0, 
  * in this process is not reused by name). */
 std::shared_ptr<Library> open_library(const std::string& so, const std::string& fn, std::string& why,
                                       int fd = -1) {
-  const std::string via = "/proc/self/fd/" + std::to_string(fd);
-  const bool by_fd = fd >= 0 && ::access(via.c_str(), R_OK) == 0;
+  // A private copy of the descriptor, kept open by the Library: a number reused after close
+  // would make dlopen return the library first loaded through the same /proc/self/fd name.
+  const int own = fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+  const std::string via = "/proc/self/fd/" + std::to_string(own);
+  const bool by_fd = own >= 0 && ::access(via.c_str(), R_OK) == 0;
   void* h = ::dlopen((by_fd ? via : so).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
+    if (own >= 0) ::close(own);
     const char* e = ::dlerror();
     why = std::string("dlopen failed: ") + (e ? e : "?");
     return nullptr;
   }
   auto lib = std::make_shared<Library>();
   lib->handle = h;
+  lib->fd = own;
   lib->path = so;
   lib->argv = reinterpret_cast<int (*)(void**)>(::dlsym(h, (fn + "_argv").c_str()));
   lib->set_do_par_for = reinterpret_cast<void* (*)(void*)>(::dlsym(h, "halide_set_custom_do_par_for"));
@@ -534,6 +539,7 @@ std::shared_ptr<Library> fallback(const std::string& what, const std::string& wh
 
 Library::~Library() {
   if (handle) ::dlclose(handle);
+  if (fd >= 0) ::close(fd);
 }
 
 Fields base_fields() {

@@ -25,6 +25,10 @@ struct Library {
   void* (*set_do_par_for)(void* fn) = nullptr;
   void* (*set_error_handler)(void* fn) = nullptr;
   std::string path;
+  /** The descriptor the library was loaded through (/proc/self/fd/N), held open while it is
+   * loaded: the dynamic loader matches already-loaded objects by that name, so N must not name
+   * another library's file meanwhile. -1 when loaded by path. */
+  int fd = -1;
   ~Library();
 };
 
