@@ -58,7 +58,8 @@ def main():
             d_ms = time_default()["ms"]
             t_ms = bench.time_fn(lambda: tuned_k.run(inputs, outs[1]), args.target_sec)["ms"]
             d_ms = min(d_ms, time_default()["ms"])  # again, around it: drift on a shared machine
-            ok = np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-4)
+            # Another tile sums in another order: compare relative to the largest value.
+            ok = np.abs(outs[0] - outs[1]).max() <= 1e-5 * max(np.abs(outs[0]).max(), 1e-30)
             rows.append((name, pass_, first, d_ms, r["schedule"], r["variant"] or "(own)",
                          t_ms, d_ms / t_ms, len(r["candidates"])))
             print("%s %s: default %s %.2f ms, tuned %s [%s] %.2f ms (%.2fx, %d candidates)%s"

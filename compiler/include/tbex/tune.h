@@ -36,7 +36,9 @@ struct TuneResult {
 
 /** Compiles (JIT), runs on random data in the TBE layouts and times every candidate: each
  * applicable schedule of the registry (reference only for small problems) with its variants.
- * The threads are num_threads(). UserError if no candidate runs. */
+ * The fastest is timed again against the first candidate (the untuned choice) and must beat it
+ * by 3%, else the untuned choice wins (noise on a shared machine). The threads are
+ * num_threads(). UserError if no candidate runs. */
 TuneResult tune(const Problem& problem, const TuneOptions& options = {});
 
 /** A tuning database entry. */
