@@ -886,8 +886,8 @@ def main(argv=None):
     ap.add_argument("--halide-auto", default=",".join(HALIDE_AUTO),
                     help="Halide autoschedulers to time as tbex schedules (default %s; '' = none)"
                     % ",".join(HALIDE_AUTO))
-    ap.add_argument("--halide-auto-dtypes", default=None,
-                    help="dtypes the autoschedulers are timed for (default: all of --dtypes)")
+    ap.add_argument("--halide-auto-dtypes", default="f32",
+                    help="dtypes the autoschedulers are timed for (default f32: see README)")
     ap.add_argument("--halide-auto-max-s", type=float, default=5.0,
                     help="an autoscheduled kernel slower than this (s per call) is not timed for "
                          "the workload's further thread counts and dtypes (default 5)")
@@ -927,7 +927,7 @@ def main(argv=None):
         if p not in ("dw", "dx"):
             sys.exit("bench: pass must be dw or dx")
     autos = parse_list(args.halide_auto)
-    auto_dtypes = parse_list(args.halide_auto_dtypes) if args.halide_auto_dtypes else dtypes
+    auto_dtypes = [d for d in parse_list(args.halide_auto_dtypes) if d in dtypes]
     if any(a not in HALIDE_AUTO for a in autos):
         sys.exit("bench: --halide-auto takes %s" % ",".join(HALIDE_AUTO))
     if args.no_tbex:
