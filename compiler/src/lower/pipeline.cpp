@@ -53,14 +53,6 @@ std::vector<std::pair<std::string, std::string>> explain_list(const std::vector<
   return out;
 }
 
-}  // namespace
-
-Halide::Target host_target() {
-  Halide::Target t = Halide::get_host_target();
-  // Tensors may exceed 2 GiB; kernels never assert on their own (validation happened earlier).
-  return t.with_feature(Halide::Target::LargeBuffers);
-}
-
 /** ctx.variant checked against the schedule: only schedules with candidates take one. */
 template <class S>
 void check_variant(const S* s, const Problem& p, const sched::Context& ctx) {
@@ -69,51 +61,51 @@ void check_variant(const S* s, const Problem& p, const sched::Context& ctx) {
              "schedule '" + s->name() + "' has no tile variants (got '" + ctx.variant + "')");
 }
 
+/** The stages after define: choose the schedule (logged), apply it (timed), make the pipeline. */
+template <class Alg, class S>
+void schedule_into(Lowered& out, Alg& a, const std::vector<const S*>& reg, const Problem& p,
+                   const std::string& schedule, const sched::Context& ctx, const char* op,
+                   std::vector<Halide::Argument> args) {
+  const S* s = choose(reg, p, schedule);
+  check_variant(s, p, ctx);
+  const auto t0 = Clock::now();
+  s->apply(a, p, ctx);
+  out.schedule = s->name();
+  out.schedule_detail = s->describe(p, ctx);
+  out.pipeline = Halide::Pipeline(a.out);
+  out.args = std::move(args);
+  if (log::enabled("lower"))
+    log::print("lower", std::string(op) + " schedule " + out.schedule + ": " +
+                            std::to_string(ms_since(t0)) + " ms");
+}
+
+}  // namespace
+
+Halide::Target host_target() {
+  Halide::Target t = Halide::get_host_target();
+  // Tensors may exceed 2 GiB; kernels never assert on their own (validation happened earlier).
+  return t.with_feature(Halide::Target::LargeBuffers);
+}
+
 Lowered lower(const Problem& p, const std::string& schedule, int threads,
               const Halide::Target& target, const std::string& variant) {
-  const bool log_lower = log::enabled("lower");
   user_check(variant.empty() || schedule != "auto", "", "variant",
              "variant '" + variant + "' needs a named schedule, not auto");
   sched::Context ctx{target, threads, variant};
   Lowered out;
   out.variant = variant;
-  auto t0 = Clock::now();
   if (p.op == OpKind::kBackpropFilter) {
     ops::DwAlgorithm a = ops::define_backprop_filter(p);
-    if (log_lower) log::print("lower", "define dW: " + std::to_string(ms_since(t0)) + " ms");
-    const sched::DwSchedule* s = choose(sched::dw_registry(), p, schedule);
-    check_variant(s, p, ctx);
-    t0 = Clock::now();
-    s->apply(a, p, ctx);
-    out.schedule = s->name();
-    out.schedule_detail = s->describe(p, ctx);
-    out.pipeline = Halide::Pipeline(a.out);
-    out.args = {a.x, a.dy};
+    schedule_into(out, a, sched::dw_registry(), p, schedule, ctx, "dW", {a.x, a.dy});
   } else if (p.op == OpKind::kForward) {
     ops::FwdAlgorithm a = ops::define_forward(p);
-    if (log_lower) log::print("lower", "define forward: " + std::to_string(ms_since(t0)) + " ms");
-    const sched::FwdSchedule* s = choose(sched::fwd_registry(), p, schedule);
-    check_variant(s, p, ctx);
-    t0 = Clock::now();
-    s->apply(a, p, ctx);
-    out.schedule = s->name();
-    out.schedule_detail = s->describe(p, ctx);
-    out.pipeline = Halide::Pipeline(a.out);
-    out.args = {a.x, a.filter};
+    schedule_into(out, a, sched::fwd_registry(), p, schedule, ctx, "forward", {a.x, a.filter});
   } else {
     ops::DxAlgorithm a = ops::define_backprop_input(p);
-    if (log_lower) log::print("lower", "define dX: " + std::to_string(ms_since(t0)) + " ms");
-    const sched::DxSchedule* s = choose(sched::dx_registry(), p, schedule);
-    check_variant(s, p, ctx);
-    t0 = Clock::now();
-    s->apply(a, p, ctx);
-    out.schedule = s->name();
-    out.schedule_detail = s->describe(p, ctx);
-    out.pipeline = Halide::Pipeline(a.out);
-    out.args = {a.filter, a.dy};
-    if (p.has_bias) out.args.push_back(a.bias);
+    std::vector<Halide::Argument> args{a.filter, a.dy};
+    if (p.has_bias) args.push_back(a.bias);
+    schedule_into(out, a, sched::dx_registry(), p, schedule, ctx, "dX", std::move(args));
   }
-  if (log_lower) log::print("lower", "schedule " + out.schedule + ": " + std::to_string(ms_since(t0)) + " ms");
   if (log::enabled("dispatch"))
     log::print("dispatch", "  chose " + out.schedule +
                                (variant.empty() ? "" : " variant " + variant) + ": " +
