@@ -101,6 +101,39 @@ class DwCoutLanes final : public DwSchedule {
     return s.str();
   }
 
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    const FewCinTiles t = choose_tiles(p, ctx.threads);
+    const ConvGeometry& g = p.geo;
+    LoopNest n;
+    n.threads = ctx.threads;
+    // Per step: nv dy vectors (16 output channels each), cv x kwt broadcasts of x.
+    n.tile = {double(t.cv * t.nv * t.kwt), double(t.nv + t.cv * t.kwt), t.cv * t.nv * t.kwt,
+              t.nv + 1, 0};
+    n.steps_per_visit = double(t.ch * g.out[2]);
+    n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
+    const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * t.cv * 4;
+    n.visit_bytes = t.ch * (x_row + double(g.out[2]) * t.nv * 64);
+    n.visit_footprint = (int64_t)n.visit_bytes;
+    const int64_t w_pad = g.in[2] + g.pads[4] + g.pads[5];
+    const int64_t x_rows = (t.ch - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
+    n.chunk_footprint = x_rows * w_pad * t.cv * 4 * g.kernel[0] * p.group.real_g +
+                        t.ch * g.out[2] * 4 * p.group.cout_g * p.group.real_g;
+    n.units = t.parts > 1 ? (g.n >= t.parts ? g.n : g.out[0]) : t.tiles;
+    // Passes: x staged at its valid lanes, dy staged n-innermost per chunk, the transposing
+    // output stage (a gather per output element) and the partial sums.
+    const double x_elems = double(g.n) * g.in[0] * p.group.real_g * t.cv *
+                           (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
+    const double dy_elems = double(g.n) * g.out[0] * g.out[1] * g.out[2] * g.cout1() * 16;
+    const double out_elems = double(p.group.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] *
+                             p.group.cout_g * 16;
+    const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
+    n.pass_bytes = (t.stage_x ? x_elems * (in_b + 4) : 0) + dy_elems * (in_b + 4) +
+                   out_elems * 8 * (t.parts > 1 ? 1 + t.parts : 1);
+    n.pass_ops = out_elems;
+    n.lane_use = lane_use_of(g.flops(), n);
+    return evaluate(n, Machine::of(ctx.target));
+  }
+
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
     const FewCinTiles t = choose_tiles(p, ctx.threads);
     Var c0 = a.c0, n = a.n, kw = a.kw, kh = a.kh, c1g = a.c1g, kd = a.kd, g = a.g;

@@ -114,6 +114,47 @@ std::vector<std::string> dw_candidates(const Problem& p, const Context& ctx) {
   return out;
 }
 
+/** Bytes of one element of the inputs as given (the staging passes read them). */
+double in_bytes(const Problem& p) { return p.in_dtype == DType::kFloat32 ? 4.0 : 2.0; }
+
+/** The cost model's view of dw_tiled with tiles `t`. */
+Estimate dw_tiled_estimate(const Problem& p, const Context& ctx, const DwTiles& t) {
+  const ConvGeometry& g = p.geo;
+  const Machine m = Machine::of(ctx.target);
+  const GroupDict& gd = p.group;
+  LoopNest n;
+  n.threads = ctx.threads;
+  // Per step: kwt x vectors (c0 lanes), nt dy broadcasts, nt x kwt FMAs.
+  n.tile = {double(t.nt * t.kwt), double(t.kwt + t.nt), t.nt * t.kwt, t.kwt + 1, 0};
+  const int64_t tiles = ceil_div(gd.cout_g, t.nt) * ceil_div(g.kernel[2], t.kwt) * g.kernel[1] *
+                        gd.cin1_g * g.kernel[0] * gd.real_g;
+  n.steps_per_visit = double(t.ch * g.out[2]);
+  n.visits = double(tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
+  // A visit streams ch rows of x (one block, kw taps overlapping) and ch rows of dy (a line a
+  // position holds the tile's nt channels).
+  const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * 64;
+  const double dy_row = double(g.out[2]) * 64;
+  n.visit_bytes = t.ch * (x_row + dy_row);
+  n.visit_footprint = (int64_t)n.visit_bytes;
+  // A chunk's staged x (all blocks, every kd and kh) and dy rows (every output channel).
+  const int64_t x_rows = (t.ch - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
+  const int64_t w_pad = g.in[2] + g.pads[4] + g.pads[5];
+  n.chunk_footprint = x_rows * w_pad * 64 * gd.cin1_g * gd.real_g * g.kernel[0] +
+                      t.ch * g.out[2] * 64 * g.cout1();
+  n.units = t.parts > 1 ? (g.n >= t.parts ? g.n : g.out[0]) : tiles;
+  // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
+  // output stage, and adding the per-thread partial sums.
+  const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
+  const double restage = double(g.kernel[0]) / g.stride[0] * x_rows / (t.ch * g.stride[1]);
+  const double dy_elems = double(g.n) * g.out[0] * g.out[1] * g.out[2] * g.cout1() * 16;
+  const double out_elems = double(gd.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] * gd.cin1_g * gd.cout_g * 16;
+  n.pass_bytes = (t.stage_x ? x_elems * restage * (in_bytes(p) + 4) : 0) +
+                 (p.in_dtype != DType::kFloat32 ? dy_elems * (in_bytes(p) + 4) : 0) +
+                 out_elems * 8 * (t.parts > 1 ? 1 + t.parts : 1);
+  n.lane_use = lane_use_of(g.flops(), n);
+  return evaluate(n, m);
+}
+
 class DwTiled final : public DwSchedule {
  public:
   std::string name() const override { return "dw_tiled"; }
@@ -134,6 +175,9 @@ class DwTiled final : public DwSchedule {
   }
   std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
     return dw_candidates(p, ctx);
+  }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    return dw_tiled_estimate(p, ctx, choose_dw_tiles(p, ctx));
   }
 
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
@@ -217,6 +261,15 @@ class DwDirect final : public DwSchedule {
   std::string describe(const Problem&, const Context& ctx) const override {
     return "accumulator per output row (one tap), " + std::to_string(ctx.threads) + " threads over rows";
   }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    // A scalar update (see apply), parallel over kd.
+    const Machine m = Machine::of(ctx.target);
+    Estimate e = scalar_estimate(p.geo.flops(), 0, m);
+    e.balance = balance_of(p.geo.kernel[0], ctx.threads);
+    e.compute /= std::max(1, ctx.threads) * e.balance;
+    e.cycles = e.compute + e.passes;
+    return e;
+  }
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context&) const override {
     // acc per (kh, c1g, kd, g): every kw x n x c0 entry of those taps. No fused loops: Halide
     // recovers fused vars by div/mod, whose bounds it cannot narrow (acc would span every tap).
@@ -235,6 +288,11 @@ class DwReference final : public DwSchedule {
   std::string why_not(const Problem&) const override { return ""; }
   std::string describe(const Problem&, const Context&) const override {
     return "every stage computed at root, serial, scalar: a second opinion for tests";
+  }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    const double out_bytes = 4.0 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] *
+                             p.geo.kernel[2] * p.group.cin1_g * p.group.cout_g * 16;
+    return scalar_estimate(p.geo.flops(), 2 * out_bytes, Machine::of(ctx.target));
   }
   void apply(ops::DwAlgorithm& a, const Problem&, const Context&) const override {
     // xs stays inline: its padded box can be far larger than x (huge pads and strides). The

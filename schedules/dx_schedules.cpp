@@ -4,7 +4,8 @@
  * K = output channels x taps of the phase. "dx_tiled" keeps QT positions x CT channel blocks x 16
  * lanes in registers (QT*CT zmm accumulators); per reduction step it loads CT weight vectors and
  * broadcasts QT dy values. With strides the tile lives in the phase frame (all QT positions share
- * one phase, so one tap set), and a final pass scatters phases back to 6HD. */
+ * one phase, so one tap set), computed per output depth slice and scattered back to 6HD
+ * while it is in L2. */
 #include <sstream>
 #include <cstdio>
 #include <cstdlib>
@@ -26,11 +27,52 @@ struct DxTiles {
 
 const std::vector<std::string> kDxKeys{"qt", "ct"};
 
-/** Positions along w of one phase: w + pl = qw*sw + pw over w in [0, W). */
-int64_t qw_extent_of(const Problem& p) {
+/** Positions of one phase along dim i (0 d, 1 h, 2 w): x + pad = q*s + phase over x in [0, in). */
+int64_t q_extent(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
-  const int64_t pl = g.pads[4], sw = g.stride[2];
-  return (g.in[2] - 1 + pl) / sw - pl / sw + (pl % sw == 0 ? 1 : 0);
+  const int64_t pl = g.pads[2 * i], s = g.stride[i];
+  return (g.in[i] - 1 + pl) / s - pl / s + (pl % s == 0 ? 1 : 0);
+}
+
+int64_t qw_extent_of(const Problem& p) { return q_extent(p, 2); }
+
+/** The cost model's view of dx_tiled with tiles `t`. */
+Estimate dx_tiled_estimate(const Problem& p, const Context& ctx, const DxTiles& t) {
+  const ConvGeometry& g = p.geo;
+  const GroupDict& gd = p.group;
+  LoopNest n;
+  n.threads = ctx.threads;
+  // Per step (one output channel of one tap): ct weight vectors, qt dy broadcasts.
+  n.tile = {double(t.qt * t.ct), double(t.qt + t.ct), t.qt * t.ct, t.ct + 1, 0};
+  // Each phase's positions run the taps of that phase only (the RDom predicate).
+  const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
+                      double(g.stride[0] * g.stride[1] * g.stride[2]);
+  n.steps_per_visit = gd.cout_g * taps;
+  const int64_t rows = g.n * q_extent(p, 0) * g.stride[0] * q_extent(p, 1) * g.stride[1];
+  const int64_t tiles = rows * g.stride[2] * ceil_div(qw_extent_of(p), t.qt) * (g.cin1() / t.ct);
+  n.visits = double(tiles);
+  // A visit reads its ct blocks' weights (every output channel and tap of the phase) and qt
+  // positions (plus the taps' reach) of dy rows.
+  const double w_bytes = t.ct * 64.0 * gd.cout_g * taps;
+  const double dy_bytes = (t.qt + double(g.kernel[2]) / g.stride[2]) * gd.cout_g * 4 *
+                          double(g.kernel[0]) * g.kernel[1] / (g.stride[0] * g.stride[1]);
+  n.visit_bytes = w_bytes + dy_bytes;
+  n.visit_footprint = (int64_t)n.visit_bytes;
+  n.chunk_footprint = int64_t(g.cin1() * 64.0 * gd.cout_g * g.kernel[0] * g.kernel[1] * g.kernel[2]) +
+                      int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * gd.cout_g * 4 * gd.real_g;
+  n.units = g.n * q_extent(p, 0) * g.stride[0];
+  // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach), the phase
+  // scatter back to 6HD when strided.
+  const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
+  const double w_elems = double(gd.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] * gd.cin1_g * gd.cout_g * 16;
+  double dy_elems = double(g.n) * g.cout1() * 16;
+  for (int i = 0; i < 3; ++i) dy_elems *= g.out[i] + double(g.kernel[i] - 1) * g.dilation[i] / g.stride[i];
+  const double dx_elems = double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
+  const bool strided = g.stride[0] * g.stride[1] * g.stride[2] > 1;
+  // The phase frame is scattered back per depth slice, read from L2: only the writes count.
+  n.pass_bytes = (w_elems + dy_elems) * (in_b + 4) + (strided ? dx_elems * 4 : 0);
+  n.lane_use = lane_use_of(g.flops(), n);
+  return evaluate(n, Machine::of(ctx.target));
 }
 
 /** The schedule's own choice, then TBEX_DX_TILE (experiments; only without a variant), then the
@@ -90,6 +132,9 @@ class DxTiled final : public DxSchedule {
   std::vector<std::string> candidates(const Problem& p, const Context&) const override {
     return dx_candidates(p);
   }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    return dx_tiled_estimate(p, ctx, choose_dx_tiles(p, ctx.variant));
+  }
 
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
     const DxTiles t = choose_dx_tiles(p, ctx.variant);
@@ -101,21 +146,20 @@ class DxTiled final : public DxSchedule {
       a.dys.compute_root().vectorize(a.n, 16).fuse(a.d, a.b, t2).fuse(t2, a.g, t1).parallel(t1);
     }
     RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
-    Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par"), par2("par2");
+    Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
     Func tile_owner = a.strided ? a.dxp : a.out;
     if (a.strided) {
-      a.dxp.compute_root()
+      // The phase frame is computed per output depth slice (one qd, pd) right before that
+      // slice is scattered back to 6HD, so it stays in L2: at root it was a second dx-sized
+      // buffer, allocated (page faults) and streamed through memory twice on every call.
+      a.out.compute_root().vectorize(a.c0).parallel(a.d);
+      a.dxp.compute_at(a.out, a.d)
           .split(qw, wo, wi, t.qt)
           .split(c1, c1o, c1i, t.ct)
           .reorder(c0, wi, c1i, wo, pw, qh, ph, c1o, qd, pd, b)
           .vectorize(c0)
           .unroll(wi)
-          .unroll(c1i)
-          .fuse(qd, pd, par)
-          .fuse(par, b, par2)
-          .parallel(par2);
-      Var t3("t3");
-      a.out.compute_root().vectorize(a.c0).fuse(a.d, a.b, t3).parallel(t3);
+          .unroll(c1i);
     } else {
       Var w = a.w, h = a.h, d = a.d;
       a.out.compute_root()
@@ -143,6 +187,10 @@ class DxReference final : public DxSchedule {
   std::string why_not(const Problem&) const override { return ""; }
   std::string describe(const Problem&, const Context&) const override {
     return "every stage computed at root, serial, scalar: a second opinion for tests";
+  }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    const double dx_bytes = 4.0 * p.geo.n * p.geo.in[0] * p.geo.in[1] * p.geo.in[2] * p.geo.cin1() * 16;
+    return scalar_estimate(p.geo.flops(), 3 * dx_bytes, Machine::of(ctx.target));
   }
   void apply(ops::DxAlgorithm& a, const Problem&, const Context&) const override {
     a.wz.compute_root();

@@ -93,6 +93,34 @@ std::vector<std::string> fwd_candidates(const Problem& p) {
   return out;
 }
 
+/** The cost model's view of fwd_tiled with tiles `t`. */
+Estimate fwd_tiled_estimate(const Problem& p, const Context& ctx, const FwdTiles& t) {
+  const ConvGeometry& g = p.geo;
+  LoopNest n;
+  n.threads = ctx.threads;
+  // Per step (one input channel of one tap): ct weight vectors, qt x broadcasts.
+  n.tile = {double(t.qt * t.ct), double(t.qt + t.ct), t.qt * t.ct, t.ct + 1, t.stage_x ? 0.0 : 1.0};
+  const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2];
+  const double cin_g = double(p.group.cout_g);  // the forward's reduction channels per group
+  n.steps_per_visit = cin_g * taps;
+  const int64_t rows = g.n * g.out[0] * g.out[1] * (g.cout1() / t.ct);
+  n.visits = double(rows * ceil_div(g.out[2], t.qt));
+  const double w_bytes = t.ct * 64.0 * cin_g * taps;
+  const double x_bytes = (t.qt * g.stride[2] + double(g.kernel[2] - 1) * g.dilation[2]) * cin_g * 4 *
+                         g.kernel[0] * g.kernel[1];
+  n.visit_bytes = w_bytes + x_bytes;
+  n.visit_footprint = (int64_t)n.visit_bytes;
+  n.chunk_footprint = int64_t(g.cout1() * 64.0 * cin_g * taps) +
+                      int64_t(g.kernel[0] * g.kernel[1]) * (g.out[2] * g.stride[2] + g.kernel[2]) *
+                          int64_t(cin_g) * 4 * p.group.real_g;
+  n.units = rows;
+  const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
+  const double w_elems = double(p.group.real_g) * taps * p.group.cin1_g * p.group.cout_g * 16;
+  n.pass_bytes = w_elems * (in_b + 4) + (t.stage_x ? t.staged_bytes * (in_b + 4) / 4 : 0);
+  n.lane_use = lane_use_of(g.flops(), n);
+  return evaluate(n, Machine::of(ctx.target));
+}
+
 class FwdTiled final : public FwdSchedule {
  public:
   std::string name() const override { return "fwd_tiled"; }
@@ -109,6 +137,9 @@ class FwdTiled final : public FwdSchedule {
   }
   std::vector<std::string> candidates(const Problem& p, const Context&) const override {
     return fwd_candidates(p);
+  }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    return fwd_tiled_estimate(p, ctx, choose_fwd_tiles(p, ctx.variant));
   }
 
   void apply(ops::FwdAlgorithm& a, const Problem& p, const Context& ctx) const override {
@@ -150,6 +181,10 @@ class FwdReference final : public FwdSchedule {
   std::string why_not(const Problem&) const override { return ""; }
   std::string describe(const Problem&, const Context&) const override {
     return "weights and output at root, x read in place, serial, scalar: a second opinion for tests";
+  }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    const double y_bytes = 4.0 * p.geo.n * p.geo.out[0] * p.geo.out[1] * p.geo.out[2] * p.geo.cout1() * 16;
+    return scalar_estimate(p.geo.flops(), 2 * y_bytes, Machine::of(ctx.target));
   }
   void apply(ops::FwdAlgorithm& a, const Problem&, const Context&) const override {
     // xs stays inline: its padded box can be far larger than x (huge pads and strides).

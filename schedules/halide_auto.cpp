@@ -106,6 +106,9 @@ class HalideAuto final : public Schedule<Algorithm> {
            "), parallelism " + std::to_string(ctx.threads) +
            (std::string(pl_.name) == "Adams2019" ? ", beam 1" : "") + ": for comparison only";
   }
+  /** Their schedules come out of their own search; tbex's model does not price them (they are
+   * never picked by "auto"). */
+  Estimate estimate(const Problem&, const Context&) const override { return unmodeled(); }
   void apply(Algorithm& a, const Problem& p, const Context& ctx) const override {
     const std::string err = load(pl_);
     if (!err.empty()) throw UserError("", "schedule", name() + ": " + err);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/ops.h"
+#include "schedules/cost_model.h"
 
 namespace tbex::sched {
 
@@ -31,6 +32,9 @@ class Schedule {
   /** One line on what the schedule will do for `p` (tiles, splits). */
   virtual std::string describe(const Problem& p, const Context& ctx) const = 0;
   virtual void apply(Algorithm& a, const Problem& p, const Context& ctx) const = 0;
+  /** The analytic cost model's prediction for `p` with ctx's tiles (ctx.variant; "" = the
+   * schedule's own choice); no compilation. "auto" ranks every applicable entry and variant by it. */
+  virtual Estimate estimate(const Problem& p, const Context& ctx) const = 0;
   /** Tile variants worth timing for `p` (ctx.variant ignored), the schedule's own choice first;
    * empty when the schedule has no variants. The measured tuner (tbex::tune) times them. */
   virtual std::vector<std::string> candidates(const Problem&, const Context&) const { return {}; }

@@ -40,6 +40,16 @@ void define_tune(pyb::module_& m) {
   });
   m.def("tuning_db_path", &tuning_db_path);
   m.def("schedule_candidates", &schedule_candidates, pyb::arg("problem"), pyb::arg("schedule"));
+  m.def(
+      "rank_schedules",
+      [](const Problem& p) {
+        pyb::list out;
+        for (const RankedChoice& r : rank_schedules(p))
+          out.append(pyb::dict(pyb::arg("schedule") = r.schedule, pyb::arg("variant") = r.variant,
+                               pyb::arg("predicted_ms") = r.ms, pyb::arg("detail") = r.detail));
+        return out;
+      },
+      pyb::arg("problem"));
 }
 
 }  // namespace tbex::py

@@ -113,13 +113,19 @@ class Schedule:
         """[(schedule name, "" if it applies else why not)], best first."""
         return self.res.problem.explain_schedules()
 
+    def rank(self):
+        """The cost model's ranking of every schedule and tile variant ``"auto"`` may pick, best
+        first: [{"schedule", "variant", "predicted_ms", "detail"}]. No compilation."""
+        return _C.rank_schedules(self.res.problem)
+
 
 def auto_schedule(res, schedule: str = "auto", tune: bool = False, variant: str = "",
                   max_candidates: int = 8, seconds: float = 0.25) -> Schedule:
     """Schedules a DSL result (``res`` or ``[res]``).
 
     ``"auto"`` uses the tuning database's entry for the problem when there is one (see
-    ``tbex.knobs``: TBEX_TUNING_DB, TBEX_TUNE), else the registry's first applicable schedule.
+    ``tbex.knobs``: TBEX_TUNING_DB, TBEX_TUNE), else the schedule and tile variant the analytic
+    cost model ranks first (``Schedule.rank()`` lists the ranking).
     ``tune=True`` times every applicable schedule and tile variant now (up to ``max_candidates``
     variants per schedule, about ``seconds`` each), stores the fastest in the tuning database
     and schedules with it; ``schedule.tuning`` holds every candidate's time. ``variant`` picks a

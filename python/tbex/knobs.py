@@ -7,7 +7,8 @@ environment variable       meaning                                      programm
                            (default: all cores)
 ``TBEX_LOG``               comma-separated log topics printed to         (environment only)
                            stderr: ``dispatch`` (which schedule each
-                           kernel uses and why the others do not),
+                           kernel uses, why the others do not apply,
+                           the cost model's ranking),
                            ``lower`` (stage times), ``conv`` (time of
                            each step of convolution_backward: packing,
                            kernels, unpacking), ``cache`` (disk-cache

@@ -115,3 +115,20 @@ def test_candidates_and_variant_choice():
         assert e.param == "tune"
     else:
         raise AssertionError("tune with a named schedule must raise")
+
+
+def test_rank_lists_the_cost_models_choice_first(tmp_path):
+    """Schedule.rank() is the cost model's ranking (no compilation); a fresh process's "auto"
+    compile, with no tuning database entry, uses its first entry and logs the ranking."""
+    before = tbex.num_threads()
+    tbex.set_num_threads(2)  # as the child
+    try:
+        ranked = dsl.auto_schedule(_dw_res()[2]).rank()
+    finally:
+        tbex.set_num_threads(before)
+    assert ranked and ranked[-1]["schedule"] == "reference"
+    assert all(r["predicted_ms"] > 0 and r["detail"] for r in ranked)
+    assert not any(r["schedule"].startswith("halide_") for r in ranked)
+    out, log = _run_child(tmp_path / "empty.json")
+    assert (out["schedule"], out["variant"]) == (ranked[0]["schedule"], ranked[0]["variant"])
+    assert "cost model (" in log and "chose " + ranked[0]["schedule"] in log

@@ -21,8 +21,8 @@ struct TensorArg {
 };
 
 struct CompileOptions {
-  /** "auto" (the tuning database's entry for the problem if there is one, else the registry's
-   * first applicable schedule) or a schedule name from schedule_names(). */
+  /** "auto" (the tuning database's entry for the problem if there is one, else the schedule and
+   * tile variant the cost model ranks first: rank_schedules()) or a name from schedule_names(). */
   std::string schedule = "auto";
   /** A tile variant of the named schedule, one of schedule_candidates() (e.g. "nt=4,kwt=3,ch=8"
    * for dw_tiled, "qt=4,ct=4" for dx_tiled / fwd_tiled); "" = the schedule's own choice. An
@@ -61,6 +61,18 @@ std::vector<std::string> schedule_candidates(const Problem& problem, const std::
 
 /** Why each schedule does or does not apply to `problem`, in registry order. */
 std::vector<std::pair<std::string, std::string>> explain_schedules(const Problem& problem);
+
+/** One candidate of the analytic cost model's ranking. */
+struct RankedChoice {
+  std::string schedule, variant;  ///< variant "" = the schedule's own choice
+  double ms = 0;                  ///< predicted run time (no compilation, no measurement)
+  std::string detail;             ///< the estimate's terms (compute, memory level, passes, ...)
+};
+
+/** Every schedule and tile variant "auto" may pick for `problem` at num_threads() on the host,
+ * ranked by the cost model, best first: what "auto" compiles when the tuning database has no
+ * entry, and the order the tuner times candidates in. */
+std::vector<RankedChoice> rank_schedules(const Problem& problem);
 
 
 }  // namespace tbex

@@ -14,7 +14,7 @@
 namespace tbex {
 
 struct TuneOptions {
-  int max_candidates = 8;  ///< tile variants timed per schedule (its own choice first)
+  int max_candidates = 8;  ///< tile variants timed per schedule (the best ranked)
   double seconds = 0.25;   ///< timing budget per candidate (at least 3 runs after a warm-up)
   bool store = true;       ///< write the winner to the tuning database
   /** Only these registry entries ("" = every applicable one; reference only for small problems). */
@@ -34,8 +34,10 @@ struct TuneResult {
   std::vector<TuneCandidate> candidates;  ///< every candidate, in timing order
 };
 
-/** Compiles (JIT), runs on random data in the TBE layouts and times every candidate: each
- * applicable schedule of the registry (reference only for small problems) with its variants.
+/** Compiles (JIT), runs on random data in the TBE layouts and times every candidate: the cost
+ * model's ranking (rank_schedules(): each applicable schedule "auto" may pick with its tile
+ * variants, best predicted first; reference only for small problems), or the schedules listed
+ * in options.schedules with their variants.
  * The fastest is timed again against the first candidate (the untuned choice) and must beat it
  * by 3%, else the untuned choice wins (noise on a shared machine). The threads are
  * num_threads(). UserError if no candidate runs. */

@@ -258,7 +258,7 @@ void Kernel::run_dense(const std::vector<const void*>& inputs, void* output) con
 namespace {
 
 /** "auto" without a variant: the tuning database's entry (tuned first under TBEX_TUNE=1), else
- * unchanged (the registry's first applicable schedule). */
+ * unchanged (the cost model ranks the candidates in lower()). */
 CompileOptions resolve_auto(const Problem& problem, const CompileOptions& options) {
   if (options.schedule != "auto" || !options.variant.empty()) return options;
   const bool log_dispatch = log::enabled("dispatch");
@@ -346,6 +346,11 @@ void clear_kernel_cache() {
 
 std::vector<std::pair<std::string, std::string>> explain_schedules(const Problem& problem) {
   return lower::explain(problem);
+}
+
+std::vector<RankedChoice> rank_schedules(const Problem& problem) {
+  validate(problem);
+  return lower::rank(problem, num_threads());
 }
 
 }  // namespace tbex

@@ -53,6 +53,45 @@ std::vector<std::pair<std::string, std::string>> explain_list(const std::vector<
   return out;
 }
 
+/** A model tie (within kTieMargin) keeps the earlier entry: the registry's order, and each
+ * schedule's own choice before its variants, decide what the model cannot tell apart. */
+constexpr double kTieMargin = 0.02;
+
+/** Every applicable schedule "auto" may pick, with each of its tile variants, ranked by the
+ * analytic cost model (best first); no compilation. */
+template <class S>
+std::vector<RankedChoice> rank_list(const std::vector<const S*>& reg, const Problem& p,
+                                    const sched::Context& ctx) {
+  std::vector<RankedChoice> out;
+  const sched::Machine m = sched::Machine::of(ctx.target);
+  for (const S* s : reg) {
+    if (s->by_name_only() || !s->why_not(p).empty()) continue;
+    std::vector<std::string> vars = s->candidates(p, ctx);
+    if (vars.empty()) vars = {""};
+    for (const std::string& v : vars) {
+      sched::Context c = ctx;
+      c.variant = v;
+      const sched::Estimate e = s->estimate(p, c);
+      out.push_back(RankedChoice{s->name(), v, e.ms(m), e.str(m)});
+    }
+  }
+  // Insertion by predicted time; an entry passes an earlier one only when clearly faster.
+  std::vector<RankedChoice> ranked;
+  for (RankedChoice& r : out) {
+    auto it = ranked.begin();
+    while (it != ranked.end() && !(r.ms < it->ms * (1 - kTieMargin))) ++it;
+    ranked.insert(it, std::move(r));
+  }
+  return ranked;
+}
+
+template <class S>
+const S* by_name(const std::vector<const S*>& reg, const std::string& name) {
+  for (const S* s : reg)
+    if (s->name() == name) return s;
+  throw InternalError("no schedule named " + name);
+}
+
 /** ctx.variant checked against the schedule: only schedules with candidates take one. */
 template <class S>
 void check_variant(const S* s, const Problem& p, const sched::Context& ctx) {
@@ -67,11 +106,30 @@ void schedule_into(Lowered& out, Alg& a, const std::vector<const S*>& reg, const
                    const std::string& schedule, const sched::Context& ctx, const char* op,
                    std::vector<Halide::Argument> args) {
   const S* s = choose(reg, p, schedule);
-  check_variant(s, p, ctx);
+  sched::Context use = ctx;
+  if (schedule == "auto") {
+    // The cost model ranks every applicable schedule and tile variant; the best is applied.
+    const auto t_rank = Clock::now();
+    const std::vector<RankedChoice> ranked = rank_list(reg, p, ctx);
+    if (!ranked.empty()) {
+      s = by_name(reg, ranked[0].schedule);
+      use.variant = ranked[0].variant;
+    }
+    if (log::enabled("dispatch")) {
+      log::print("dispatch", "  cost model (" + std::to_string(ranked.size()) + " candidates in " +
+                                 std::to_string(ms_since(t_rank)) + " ms), best first:");
+      for (size_t i = 0; i < ranked.size() && i < 8; ++i)
+        log::print("dispatch", "    " + ranked[i].schedule +
+                                   (ranked[i].variant.empty() ? "" : " [" + ranked[i].variant + "]") +
+                                   ": " + ranked[i].detail);
+    }
+  }
+  check_variant(s, p, use);
   const auto t0 = Clock::now();
-  s->apply(a, p, ctx);
+  s->apply(a, p, use);
   out.schedule = s->name();
-  out.schedule_detail = s->describe(p, ctx);
+  out.variant = use.variant;
+  out.schedule_detail = s->describe(p, use);
   out.pipeline = Halide::Pipeline(a.out);
   out.args = std::move(args);
   if (log::enabled("lower"))
@@ -108,7 +166,7 @@ Lowered lower(const Problem& p, const std::string& schedule, int threads,
   }
   if (log::enabled("dispatch"))
     log::print("dispatch", "  chose " + out.schedule +
-                               (variant.empty() ? "" : " variant " + variant) + ": " +
+                               (out.variant.empty() ? "" : " variant " + out.variant) + ": " +
                                out.schedule_detail);
   return out;
 }
@@ -121,6 +179,16 @@ std::vector<std::string> candidates(const Problem& p, const std::string& name, i
     case OpKind::kBackpropFilter: return choose(sched::dw_registry(), p, name)->candidates(p, ctx);
     case OpKind::kBackpropInput: return choose(sched::dx_registry(), p, name)->candidates(p, ctx);
     case OpKind::kForward: return choose(sched::fwd_registry(), p, name)->candidates(p, ctx);
+  }
+  throw InternalError("unknown OpKind");
+}
+
+std::vector<RankedChoice> rank(const Problem& p, int threads, const Halide::Target& target) {
+  const sched::Context ctx{target, threads, ""};
+  switch (p.op) {
+    case OpKind::kBackpropFilter: return rank_list(sched::dw_registry(), p, ctx);
+    case OpKind::kBackpropInput: return rank_list(sched::dx_registry(), p, ctx);
+    case OpKind::kForward: return rank_list(sched::fwd_registry(), p, ctx);
   }
   throw InternalError("unknown OpKind");
 }

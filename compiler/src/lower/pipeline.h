@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "Halide.h"
+#include "tbex/kernel.h"
 #include "tbex/problem.h"
 
 namespace tbex::lower {
@@ -30,6 +31,11 @@ Lowered lower(const Problem& p, const std::string& schedule, int threads,
  * UserError if `name` is unknown or does not apply. */
 std::vector<std::string> candidates(const Problem& p, const std::string& name, int threads,
                                     const Halide::Target& target = host_target());
+
+/** The schedules "auto" may pick for `p` with each tile variant, ranked by the cost model, best
+ * first (what "auto" applies, unless the tuning database says otherwise). */
+std::vector<RankedChoice> rank(const Problem& p, int threads,
+                               const Halide::Target& target = host_target());
 
 /** (name, "" or why it does not apply), in registry order. */
 std::vector<std::pair<std::string, std::string>> explain(const Problem& p);

@@ -80,8 +80,12 @@ DxAlgorithm define_backprop_input(const Problem& p) {
 
   // Back from the phase frame: w + pl = qw*sw + pw.
   Expr tw = w + pl, th = h + pt, td = d + pf;
+  // The depth phase is written td - (td / sd) * sd, clamped (equal to td % sd, td >= 0): Halide
+  // narrows its bounds to one value for one d (not those of %), so a schedule can compute the
+  // phase frame per output depth slice without computing every phase.
+  Expr pd_of_d = clamp(td - (td / sd) * sd, 0, sd - 1);
   a.out(c0, w, h, c1, d, b) =
-      a.dxp(c0, tw / sw, tw % sw, th / sh, th % sh, td / sd, td % sd, c1, b);
+      a.dxp(c0, tw / sw, tw % sw, th / sh, th % sh, td / sd, pd_of_d, c1, b);
   constrain_shape(a.out.output_buffer(), p.x_shape());
   return a;
 }

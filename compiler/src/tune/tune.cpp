@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <ctime>
 #include <random>
 
@@ -95,20 +96,25 @@ std::string label(const TuneCandidate& c) {
   return c.schedule + (c.variant.empty() ? " (own choice)" : " [" + c.variant + "]");
 }
 
-/** (schedule, variant) pairs to time, in registry order; without a schedule list the first is
- * the untuned auto choice. */
+/** (schedule, variant) pairs to time. Without a schedule list: the cost model's ranking, best
+ * first (the first is the untuned auto choice), at most max_candidates per schedule; with one:
+ * the listed schedules in registry order, each with its variants. */
 std::vector<TuneCandidate> candidate_list(const Problem& p, int threads, const TuneOptions& o) {
   const int max_variants = o.max_candidates;
   std::vector<TuneCandidate> list;
-  const std::vector<std::string> own = own_schedule_names(p.op);
+  if (o.schedules.empty()) {
+    std::map<std::string, int> per_schedule;
+    for (const RankedChoice& r : lower::rank(p, threads)) {
+      if (r.schedule == "reference" && p.geo.flops() > kReferenceMaxFlops) continue;
+      if (++per_schedule[r.schedule] > std::max(1, max_variants)) continue;
+      list.push_back(TuneCandidate{r.schedule, r.variant, -1, ""});
+    }
+    return list;
+  }
   for (const auto& [name, why] : lower::explain(p)) {
-    if (!why.empty()) continue;
-    // Halide's autoschedulers are for comparison: timed only when listed, never stored by default.
-    if (o.schedules.empty() && std::find(own.begin(), own.end(), name) == own.end()) continue;
-    if (!o.schedules.empty() &&
+    if (!why.empty() ||
         std::find(o.schedules.begin(), o.schedules.end(), name) == o.schedules.end())
       continue;
-    if (name == "reference" && o.schedules.empty() && p.geo.flops() > kReferenceMaxFlops) continue;
     std::vector<std::string> vars = lower::candidates(p, name, threads);
     if (vars.empty()) vars = {""};
     vars.resize(std::min<size_t>(vars.size(), std::max(1, max_variants)));

@@ -1,0 +1,110 @@
+#include "schedules/cost_model.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <thread>
+
+namespace tbex::sched {
+
+Machine Machine::of(const Halide::Target& target) {
+  Machine m;
+  m.lanes = std::max(1, target.natural_vector_size<float>());
+  m.vregs = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
+  m.usable_vregs = m.vregs * 3 / 4;
+  // Without AVX-512 the same two FMA pipes process half the lanes; cycles stay the unit.
+  auto cache = [](int name, int64_t fallback) {
+    const long v = sysconf(name);
+    return v > 0 ? int64_t(v) : fallback;
+  };
+  m.l1 = cache(_SC_LEVEL1_DCACHE_SIZE, m.l1);
+  m.l2 = cache(_SC_LEVEL2_CACHE_SIZE, m.l2);
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  m.l3 = std::max<int64_t>(2 << 20, cache(_SC_LEVEL3_CACHE_SIZE, m.l3 * cores) / cores);
+  return m;
+}
+
+double balance_of(int64_t units, int threads) {
+  if (threads <= 1 || units <= 0) return 1.0;
+  const int64_t per_thread = (units + threads - 1) / threads;
+  return double(units) / double(per_thread * threads);
+}
+
+Estimate evaluate(const LoopNest& n, const Machine& m) {
+  Estimate e;
+  e.modeled = true;
+  // A 16-lane tile vector is 16 / lanes machine vectors (AVX2: two); broadcasts are counted as
+  // loads of whole vectors, a slight overcount there.
+  const double w = std::max(1.0, double(n.tile_lanes) / m.lanes);
+  RegisterTile t = n.tile;
+  t.fmas *= w, t.loads *= w, t.extra_ops *= w;
+  t.accumulators = int(t.accumulators * w), t.operands = int(t.operands * w);
+  // One reduction step: the busiest port, or the dependency chain of an accumulator.
+  double step = std::max({t.fmas / m.fma_pipes, t.loads / m.load_pipes,
+                          (t.fmas + t.loads + t.extra_ops) / m.issue,
+                          m.fma_latency * t.fmas / std::max(1, t.accumulators)});
+  e.registers = t.accumulators + t.operands;
+  const int spilled = std::max(0, e.registers - m.usable_vregs);
+  step += spilled;  // a store and a reload per spilled register and step, half a cycle each
+  // Entering and leaving a tile: zero / load the accumulators, store them, loop setup.
+  const double visit = n.steps_per_visit * step + 2.0 * t.accumulators / m.load_pipes + 12;
+  const double compute_total = n.visits * visit;
+
+  double bw = 0;
+  if (n.visit_footprint <= m.l1 * 3 / 4) {
+    e.level = "L1";
+  } else if (n.chunk_footprint <= m.l2 * 3 / 4) {
+    e.level = "L2", bw = m.l2_bw;
+  } else if (n.chunk_footprint <= m.l3) {
+    e.level = "L3", bw = m.l3_bw;
+  } else {
+    e.level = "DRAM", bw = m.dram_bw;
+  }
+  const double memory_total = bw > 0 ? n.visits * n.visit_bytes / bw : 0;
+
+  e.balance = balance_of(n.units, n.threads);
+  const double per_thread = std::max(1, n.threads) * e.balance;
+  e.compute = compute_total / per_thread;
+  e.memory = memory_total / per_thread;
+  e.passes = (n.pass_bytes / m.copy_bytes_per_cycle + n.pass_ops / m.issue) / std::max(1, n.threads);
+  e.lane_use = n.lane_use;
+  e.cycles = std::max(e.compute, e.memory) + e.passes;
+  return e;
+}
+
+double lane_use_of(double flops, const LoopNest& n) {
+  const double executed = n.visits * n.steps_per_visit * n.tile.fmas * n.tile_lanes;
+  return executed > 0 ? std::min(1.0, flops / 2 / executed) : 1.0;
+}
+
+Estimate unmodeled() {
+  Estimate e;
+  e.cycles = std::numeric_limits<double>::infinity();
+  return e;
+}
+
+Estimate scalar_estimate(double flops, double pass_bytes, const Machine& m) {
+  Estimate e;
+  e.modeled = true;
+  e.compute = flops / 2 * 1.5;  // scalar multiply-adds, address arithmetic alongside
+  e.passes = pass_bytes / m.copy_bytes_per_cycle;
+  e.lane_use = 1.0 / m.lanes;
+  e.registers = 0;
+  e.cycles = e.compute + e.passes;
+  return e;
+}
+
+std::string Estimate::str(const Machine& m) const {
+  if (!modeled) return "not modeled";
+  char buf[256];
+  snprintf(buf, sizeof buf,
+           "%.3g ms predicted (compute %.3g cyc, memory %.3g cyc from %s, passes %.3g cyc; %d "
+           "vregs, lanes %.0f%%, balance %.0f%%)",
+           ms(m), compute, memory, level, passes, registers, 100 * lane_use, 100 * balance);
+  return buf;
+}
+
+}  // namespace tbex::sched

@@ -1,0 +1,99 @@
+#pragma once
+/** The analytic cost model: predicts a schedule's run time from the problem, the tile choice and
+ * the machine, without compiling or running anything, so "auto" can rank every schedule x tile
+ * variant of a problem in microseconds.
+ *
+ * Every tbex schedule is a register tile streamed over a reduction (a GEMM micro-kernel) plus
+ * staging and output passes. The model prices:
+ *  - the hot loop per reduction step: vector FMAs, loads/broadcasts, the FMA latency chain of
+ *    each accumulator, and spills when the tile needs more vector registers than the file holds;
+ *  - the tile prologue/epilogue (zeroing, storing, adding partial sums) per visit of a tile;
+ *  - memory: where the data a tile visit streams lives (L1, L2, L3 or DRAM, from its footprint
+ *    and the footprint of a reduction chunk) and what that level's bandwidth allows;
+ *  - parallel balance: whole work units per thread (the slowest thread decides);
+ *  - lane use: FMA lanes that compute padding (few valid channels, ragged tiles) still cost;
+ *  - passes over memory: staging (conversion to fp32, zero padding) and output stages.
+ * Times are cycles of one core; ms() converts at the clock the measured FMA peak implies. */
+#include <cstdint>
+#include <string>
+
+#include "Halide.h"
+
+namespace tbex::sched {
+
+/** What the model knows of the machine. Vector width and register count come from the target;
+ * cache sizes from the host (sysconf); throughputs are Zen 4/5 and Ice Lake class values. */
+struct Machine {
+  int lanes = 16;            ///< fp32 lanes per vector
+  int vregs = 32;            ///< architectural vector registers
+  int usable_vregs = 24;     ///< what Halide's code keeps live without spilling (measured: 16
+                             ///< accumulators + operands fit, 24 accumulators spilled)
+  double fma_pipes = 2;      ///< vector FMAs per cycle
+  double load_pipes = 2;     ///< vector loads (or broadcasts) per cycle
+  double issue = 4;          ///< vector ops per cycle, all kinds
+  double fma_latency = 4;    ///< cycles
+  double ghz = 3.85;         ///< 246 GFLOP/s measured FP32 FMA peak / (2 x 16 lanes x 2 pipes)
+  int64_t l1 = 48 << 10, l2 = 1 << 20, l3 = 16 << 20;  ///< bytes per core
+  double l2_bw = 64, l3_bw = 24, dram_bw = 10;          ///< bytes per cycle per core
+  double copy_bytes_per_cycle = 16;  ///< a streaming pass that reads and writes (staging)
+
+  static Machine of(const Halide::Target& target);
+};
+
+/** The register tile of a hot loop: per reduction step. */
+struct RegisterTile {
+  double fmas = 1;        ///< vector FMAs
+  double loads = 1;       ///< vector loads and broadcasts
+  int accumulators = 1;   ///< vector accumulators
+  int operands = 1;       ///< other vector registers live in a step (loaded rows, broadcasts)
+  double extra_ops = 0;   ///< other vector ops per step (e.g. a conversion left in the loop)
+};
+
+/** A schedule's loop nest as the model sees it. */
+struct LoopNest {
+  RegisterTile tile;
+  double steps_per_visit = 1;  ///< reduction steps a tile runs before leaving registers
+  double visits = 1;           ///< (tile, reduction chunk) visits in total
+  double visit_bytes = 0;      ///< operand bytes a visit streams (distinct cache lines)
+  int64_t visit_footprint = 0; ///< distinct bytes one visit touches
+  int64_t chunk_footprint = 0; ///< distinct bytes all tiles of one reduction chunk touch
+  int64_t units = 1;           ///< independent parallel work units (whole per thread)
+  int threads = 1;
+  double pass_bytes = 0;       ///< staging / output passes over memory, bytes read + written
+  double pass_ops = 0;         ///< vector ops of those passes beyond the copy (conversions)
+  double lane_use = 1;         ///< useful FMA lanes / executed FMA lanes
+  int tile_lanes = 16;         ///< lanes of the tile's vectors (c0 = 16); narrower machines split them
+};
+
+/** Useful / executed FMA lanes: `flops` (2 per multiply-add) over the nest's vector FMAs. */
+double lane_use_of(double flops, const LoopNest& nest);
+
+struct Estimate {
+  bool modeled = false;   ///< false: the schedule is not modeled (comparison-only entries)
+  double cycles = 0;      ///< predicted wall time (cycles of one core)
+  double compute = 0;     ///< hot loop, per thread
+  double memory = 0;      ///< traffic beyond L1 of the hot loop, per thread
+  double passes = 0;      ///< staging and output passes, per thread
+  double balance = 1;     ///< parallel efficiency of the hot loop
+  double lane_use = 1;
+  int registers = 0;      ///< vector registers the tile needs (accumulators + operands)
+  const char* level = "L1";  ///< where the hot loop's streamed operands come from
+  double ms(const Machine& m) const { return cycles / (m.ghz * 1e6); }
+  /** "2.31 ms (compute 1.9e6 cyc, L2 4.0e5, passes 1.0e5; 16 regs, lanes 100%, balance 98%)" */
+  std::string str(const Machine& m) const;
+};
+
+/** Evaluates a loop nest on a machine. */
+Estimate evaluate(const LoopNest& nest, const Machine& m);
+
+/** For entries the model does not price (Halide's autoschedulers, by name only). */
+Estimate unmodeled();
+
+/** A serial scalar loop over `flops` (the reference schedules): one scalar FMA per cycle at best,
+ * plus every intermediate stage written to memory. */
+Estimate scalar_estimate(double flops, double pass_bytes, const Machine& m);
+
+/** Parallel efficiency of `units` whole work units over `threads`. */
+double balance_of(int64_t units, int threads);
+
+}  // namespace tbex::sched

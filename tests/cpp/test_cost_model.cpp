@@ -1,0 +1,189 @@
+// The analytic cost model: "auto" compiles what rank_schedules() ranks first; the ranking holds
+// only schedules "auto" may pick (applicable, tbex's own), reference last; the model prefers the
+// few-input-channel schedule for the stem; predictions scale with the work and the threads; the
+// micro-kernel terms (FMA latency chains, register spills, lane use, parallel balance) move the
+// estimate the way they should; the tuner times candidates in the model's order.
+// No timed assertions: the model's predictions are compared with each other, never with a clock.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "schedules/cost_model.h"
+#include "tbex/tbex.h"
+#include "tbex/tune.h"
+
+namespace tbex {
+namespace {
+
+// "auto" must not find tuning database entries of other runs.
+const bool kNoDb = (setenv("TBEX_TUNING_DB",
+                           (::testing::TempDir() + "tbex_cost_model_none_" +
+                            std::to_string(::getpid()) + ".json").c_str(), 1),
+                    true);
+
+struct Conv {
+  int64_t n, cin, d, h, w, cout, k[3], s[3], pad;
+  int64_t groups = 1;
+};
+
+int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t pad) { return (in + 2 * pad - k) / s + 1; }
+
+ParaDict para_of(const Conv& c, bool dx) {
+  ParaDict para;
+  para.strides = dx ? std::vector<int64_t>{1, c.s[0], c.s[1], c.s[2], 1}
+                    : std::vector<int64_t>{c.s[0], c.s[1], c.s[2]};
+  para.pads = std::vector<int64_t>(6, c.pad);
+  para.dilations = std::vector<int64_t>{1, 1, 1, 1, 1};
+  para.groups = c.groups;
+  return para;
+}
+
+std::vector<int64_t> dy_shape(const Conv& c) {
+  return {c.n, out_dim(c.d, c.k[0], c.s[0], c.pad), (c.cout + 15) / 16,
+          out_dim(c.h, c.k[1], c.s[1], c.pad), out_dim(c.w, c.k[2], c.s[2], c.pad), 16};
+}
+
+Problem dw_problem(const Conv& c) {
+  return make_backprop_filter_problem({c.n, c.d, (c.cin + 15) / 16, c.h, c.w, 16}, DType::kFloat32,
+                                      dy_shape(c), DType::kFloat32,
+                                      {c.cout, c.k[0], c.cin / c.groups, c.k[1], c.k[2]},
+                                      para_of(c, false));
+}
+
+Problem dx_problem(const Conv& c) {
+  const std::vector<int64_t> fs{c.cout, c.cin / c.groups, c.k[0], c.k[1], c.k[2]};
+  return make_backprop_input_problem(shape_fz3d({fs[0], fs[1], fs[2], fs[3], fs[4]}, c.groups),
+                                     DType::kFloat32, dy_shape(c), DType::kFloat32,
+                                     fs, {c.n, c.d, c.h, c.w, c.cin},
+                                     para_of(c, true));
+}
+
+const Conv kSmall{2, 32, 4, 12, 12, 32, {3, 3, 3}, {1, 1, 1}, 1};
+const Conv kStrided{2, 16, 6, 14, 14, 32, {2, 3, 3}, {2, 2, 2}, 1};
+const Conv kStem{1, 3, 4, 32, 32, 64, {3, 7, 7}, {1, 2, 2}, 3};
+const Conv kLarge{2, 64, 16, 56, 56, 128, {3, 3, 3}, {1, 1, 1}, 1};
+
+TEST(CostModel, AutoCompilesTheModelsFirstChoice) {
+  set_num_threads(2);
+  for (const Problem& p : {dw_problem(kSmall), dx_problem(kStrided), dw_problem(kStem)}) {
+    const auto ranked = rank_schedules(p);
+    ASSERT_FALSE(ranked.empty()) << p.canonical();
+    auto k = compile(p);
+    EXPECT_EQ(k->schedule_name(), ranked[0].schedule) << p.canonical();
+    EXPECT_EQ(k->variant(), ranked[0].variant) << p.canonical();
+  }
+}
+
+TEST(CostModel, RanksOnlyApplicableOwnSchedulesReferenceLast) {
+  set_num_threads(2);
+  for (const Problem& p : {dw_problem(kSmall), dx_problem(kSmall), dx_problem(kStrided),
+                           dw_problem(kStem)}) {
+    const auto ranked = rank_schedules(p);
+    const auto why = explain_schedules(p);
+    ASSERT_GE(ranked.size(), 2u);
+    for (const RankedChoice& r : ranked) {
+      EXPECT_NE(r.schedule.rfind("halide_", 0), 0u) << r.schedule << " is comparison only";
+      bool applies = false;
+      for (const auto& [name, reason] : why) applies |= name == r.schedule && reason.empty();
+      EXPECT_TRUE(applies) << r.schedule << " ranked for " << p.canonical();
+      EXPECT_TRUE(std::isfinite(r.ms) && r.ms > 0) << r.schedule << " " << r.ms;
+      EXPECT_FALSE(r.detail.empty());
+    }
+    EXPECT_EQ(ranked.back().schedule, "reference") << p.canonical();
+    // Deterministic: the same problem ranks the same way.
+    const auto again = rank_schedules(p);
+    ASSERT_EQ(again.size(), ranked.size());
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      EXPECT_EQ(again[i].schedule, ranked[i].schedule);
+      EXPECT_EQ(again[i].variant, ranked[i].variant);
+    }
+  }
+}
+
+TEST(CostModel, StemPrefersOutputChannelsInLanes) {
+  set_num_threads(1);
+  const auto ranked = rank_schedules(dw_problem(kStem));
+  EXPECT_EQ(ranked[0].schedule, "dw_cout_lanes");
+  // dw_tiled computes 13 padding lanes of 16 there: predicted several times slower.
+  for (const RankedChoice& r : ranked)
+    if (r.schedule == "dw_tiled") EXPECT_GT(r.ms, 2.5 * ranked[0].ms) << r.variant;
+}
+
+TEST(CostModel, PredictionsScaleWithWorkAndThreads) {
+  Conv twice = kLarge;
+  twice.n *= 2;
+  for (bool dx : {false, true}) {
+    set_num_threads(1);
+    const double one = rank_schedules(dx ? dx_problem(kLarge) : dw_problem(kLarge))[0].ms;
+    const double big = rank_schedules(dx ? dx_problem(twice) : dw_problem(twice))[0].ms;
+    set_num_threads(2);
+    const double two_threads = rank_schedules(dx ? dx_problem(kLarge) : dw_problem(kLarge))[0].ms;
+    EXPECT_GT(big / one, 1.8) << (dx ? "dX" : "dW");
+    EXPECT_LT(big / one, 2.2) << (dx ? "dX" : "dW");
+    EXPECT_GT(one / two_threads, 1.7) << (dx ? "dX" : "dW");
+  }
+}
+
+sched::LoopNest nest_with(int accumulators, int operands) {
+  sched::LoopNest n;
+  n.tile = {double(accumulators), double(operands), accumulators, operands, 0};
+  n.steps_per_visit = 1000;
+  n.visits = 100;
+  return n;
+}
+
+double cycles_per_fma(const sched::LoopNest& n, const sched::Machine& m) {
+  return sched::evaluate(n, m).cycles / (n.visits * n.steps_per_visit * n.tile.fmas);
+}
+
+TEST(CostModel, MicroKernelTerms) {
+  const sched::Machine m;  // AVX-512 defaults: 2 FMA pipes, latency 4, 24 usable registers
+  // Two FMA pipes: at best half a cycle per vector FMA.
+  EXPECT_NEAR(cycles_per_fma(nest_with(12, 7), m), 0.5, 0.02);
+  // Two accumulators cannot hide the FMA latency: 2 cycles per FMA.
+  EXPECT_NEAR(cycles_per_fma(nest_with(2, 3), m), 2.0, 0.1);
+  // 28 accumulators spill: slower per FMA than 16.
+  EXPECT_GT(cycles_per_fma(nest_with(28, 8), m), 1.2 * cycles_per_fma(nest_with(16, 5), m));
+  // Loads beyond the load ports bound the step.
+  sched::LoopNest loads = nest_with(12, 7);
+  loads.tile.loads = 24;
+  EXPECT_NEAR(cycles_per_fma(loads, m), 1.0, 0.05);
+  // Parallel balance: 3 units on 2 threads run as 2 rounds, 4 units as 2 as well.
+  EXPECT_NEAR(sched::balance_of(3, 2), 0.75, 1e-12);
+  EXPECT_NEAR(sched::balance_of(4, 2), 1.0, 1e-12);
+  sched::LoopNest three = nest_with(12, 7), four = nest_with(12, 7);
+  three.threads = four.threads = 2;
+  three.units = 3, four.units = 4;
+  EXPECT_NEAR(sched::evaluate(three, m).cycles / sched::evaluate(four, m).cycles, 4.0 / 3, 0.01);
+  // Operands streamed from beyond L2 cost bandwidth once the hot loop outruns it.
+  sched::LoopNest far = nest_with(12, 7);
+  far.visit_bytes = 64 * 1000 * 16;  // 16 lines per step
+  far.visit_footprint = m.l2 * 4, far.chunk_footprint = m.l3 * 4;
+  EXPECT_STREQ(sched::evaluate(far, m).level, "DRAM");
+  EXPECT_GT(sched::evaluate(far, m).cycles, 10 * sched::evaluate(nest_with(12, 7), m).cycles);
+  // Halide's fallback target without AVX-512: a 16-lane tile vector is two machine vectors.
+  const sched::Machine avx2 = sched::Machine::of(Halide::Target("x86-64-linux-avx2-fma"));
+  EXPECT_EQ(avx2.lanes, 8);
+  EXPECT_EQ(avx2.vregs, 16);
+  EXPECT_GT(sched::evaluate(nest_with(8, 5), avx2).cycles, 1.9 * sched::evaluate(nest_with(8, 5), m).cycles);
+}
+
+TEST(CostModel, TunerTimesInTheModelsOrder) {
+  set_num_threads(1);
+  const Problem p = dw_problem(kSmall);
+  TuneOptions o;
+  o.max_candidates = 2;
+  o.seconds = 0.01;
+  o.store = false;
+  const TuneResult r = tune(p, o);
+  const auto ranked = rank_schedules(p);
+  ASSERT_FALSE(r.candidates.empty());
+  EXPECT_EQ(r.candidates[0].schedule, ranked[0].schedule);
+  EXPECT_EQ(r.candidates[0].variant, ranked[0].variant);
+}
+
+}  // namespace
+}  // namespace tbex
