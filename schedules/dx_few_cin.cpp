@@ -1,0 +1,162 @@
+/** dX for few input channels per block (a network's stem: Cin = 3).
+ *
+ * dx_tiled vectorizes over the 16 c0 lanes of the input channel block; with 3 valid channels, 13
+ * of them compute padding. "dx_cout_lanes" puts the reduction's output channels n (dy's channels,
+ * contiguous in the staged dy and, with wz stored n-innermost, in the staged weights) in the
+ * vector lanes: the reduction over n is split into 16-lane blocks and the lane index rfactored
+ * (intermediate `intm`, 16 partial sums per output element), then summed horizontally once per
+ * output element. The register tile is (valid c0 lanes cv) x (qt positions along w in the
+ * stride-phase frame) accumulators of 16 n lanes; per reduction step (one 16-block of n at one
+ * tap) it loads qt dy vectors and cv weight vectors for cv*qt FMAs.
+ *
+ * Only the valid lanes are computed: the output is the algorithm's out_lanes, which reads dxp at
+ * lanes [0, cv) and writes the padding lanes as 0. dxp (and the tiles) are computed per output
+ * row (d, h, b): every w phase of the row, then out_lanes gathers the row back to 6HD. */
+#include <algorithm>
+#include <sstream>
+
+#include "schedules/registry.h"
+#include "schedules/tiling.h"
+#include "schedules/variant.h"
+#include "tbex/errors.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+constexpr int kMaxValidCin = 8;  ///< beyond this, dx_tiled's c0 lanes are mostly useful
+constexpr int kRegs = 32;        ///< zmm registers: accumulators + cv weights + 1 dy vector
+constexpr int kMaxAcc = 24;      ///< accumulators per register tile
+
+const std::vector<std::string> kKeys{"qt"};
+
+int cin_valid(const Problem& p) {
+  return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
+}
+
+/** Positions along w of one phase: w + pl = qw*sw + pw over w in [0, W). */
+int64_t qw_extent_of(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  const int64_t pl = g.pads[4], sw = g.stride[2];
+  return (g.in[2] - 1 + pl) / sw - pl / sw + (pl % sw == 0 ? 1 : 0);
+}
+
+/** Positions per tile: the most accumulators (cv * qt) that fit the registers with the cv
+ * weight vectors and one dy vector, then the variant's qt. */
+int choose_qt(const Problem& p, const std::string& variant) {
+  const int cv = cin_valid(p);
+  const int64_t ext = qw_extent_of(p);
+  int qt = std::max(1, std::min(kMaxAcc / cv, (kRegs - 1 - cv) / cv));
+  qt = (int)std::max<int64_t>(1, std::min<int64_t>({qt, 16, ext}));
+  const VariantFields f = parse_variant(variant, kKeys, "dx_cout_lanes");
+  if (f.count("qt")) {
+    qt = f.at("qt");
+    user_check(qt <= ext, "", "variant",
+               "dx_cout_lanes variant '" + variant + "': qt must be at most " +
+                   std::to_string(ext) + " (positions along w)");
+  }
+  return qt;
+}
+
+class DxCoutLanes final : public DxSchedule {
+ public:
+  std::string name() const override { return "dx_cout_lanes"; }
+  std::string why_not(const Problem& p) const override {
+    if (p.group.cin1_g != 1)
+      return std::to_string(p.group.cin1_g) + " input blocks per real group fill c0 lanes";
+    const int cv = cin_valid(p);
+    if (cv > kMaxValidCin)
+      return std::to_string(cv) + " valid input channels per block (more than " +
+             std::to_string(kMaxValidCin) + ") fill dx_tiled's c0 lanes";
+    // Lanes doing useful work: cout_valid / cout_g here, cv / 16 in dx_tiled; ask for twice.
+    const int64_t cout_valid = std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());
+    if (cout_valid * 16 < 2 * cv * p.group.cout_g)
+      return "only " + std::to_string(cout_valid) + " of " + std::to_string(p.group.cout_g) +
+             " output channels per real group are valid: n lanes would be mostly padding";
+    return "";
+  }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    const int qt = choose_qt(p, ctx.variant);
+    std::ostringstream s;
+    s << "[" << format_variant({{"qt", qt}}, kKeys) << "] register tile " << cin_valid(p)
+      << "c0 x " << qt << "w x 16n (n in lanes, rfactor + horizontal sum), "
+      << (p.geo.stride[0] * p.geo.stride[1] * p.geo.stride[2] > 1 ? "stride-phase frame, " : "")
+      << "per-row output, " << ctx.threads << " threads";
+    return s.str();
+  }
+  std::vector<std::string> candidates(const Problem& p, const Context&) const override {
+    const int cv = cin_valid(p);
+    const int64_t ext = qw_extent_of(p);
+    std::vector<std::string> out{""};
+    const int qmax = std::max(1, std::min(kMaxAcc / cv, (kRegs - 1 - cv) / cv));
+    for (int64_t qt : {(int64_t)qmax, (int64_t)std::max(1, 16 / cv), (int64_t)std::max(1, 12 / cv),
+                       ceil_div(ext, ceil_div(ext, qmax)), (int64_t)std::max(1, 8 / cv)})
+      out.push_back(format_variant({{"qt", (int)std::max<int64_t>(1, std::min(qt, ext))}}, kKeys));
+    out = unique_upto(out, 6);
+    // "" is the own choice; drop the entry repeating it.
+    const std::string own = format_variant({{"qt", choose_qt(p, "")}}, kKeys);
+    out.erase(std::remove(out.begin() + 1, out.end(), own), out.end());
+    return out;
+  }
+
+  void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
+    internal_check(a.out_lanes.defined() && a.cin_valid == cin_valid(p),
+                   "dx_cout_lanes: the algorithm defines no out_lanes for this problem");
+    const int qt = choose_qt(p, ctx.variant);
+    a.out = a.out_lanes;  // computes dxp, acc and wz at the valid lanes only
+
+    // Staged fp32 operands: weights n-innermost (a 16-lane load per c0 and tap), dy as is.
+    {
+      Var t1("t1"), t2("t2");
+      a.wz.compute_root()
+          .reorder_storage(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g)
+          .reorder(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g)
+          .vectorize(a.n, 16)
+          .fuse(a.kd, a.g, t1)
+          .parallel(t1);
+      a.dys.compute_root().vectorize(a.n, 16).fuse(a.d, a.b, t2).fuse(t2, a.g, t1).parallel(t1);
+    }
+
+    // n in lanes: rfactor the 16-lane part of the n reduction.
+    RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
+    RVar rno("rno"), rni("rni");
+    Var lane("lane");
+    Func intm = a.acc.update().split(rn, rno, rni, 16).rfactor(rni, lane);
+
+    Var c0 = a.c0, qw = a.qw, wo("wo"), wi("wi"), t3("t3"), par("par");
+    a.out.compute_root()
+        .vectorize(a.c0)
+        .fuse(a.c1, a.d, t3)
+        .fuse(t3, a.b, par)
+        .parallel(par);
+    // Every phase of one output row, tiled along qw.
+    a.dxp.compute_at(a.out, a.h)
+        .split(qw, wo, wi, qt)
+        .reorder(c0, wi, wo)
+        .unroll(c0)
+        .unroll(wi);
+    a.acc.compute_at(a.dxp, wo).unroll(c0).unroll(qw);
+    a.acc.update().reorder(rni, c0, qw).atomic().vectorize(rni).unroll(c0).unroll(qw);
+    intm.compute_at(a.dxp, wo)
+        .reorder_storage(lane, c0, qw)
+        .reorder(lane, c0, qw)
+        .vectorize(lane)
+        .unroll(c0)
+        .unroll(qw);
+    intm.update()
+        .reorder(lane, c0, qw, rno, rkw, rkh, rkd)
+        .vectorize(lane)
+        .unroll(c0)
+        .unroll(qw);
+  }
+};
+
+}  // namespace
+
+const DxSchedule* dx_cout_lanes_schedule() {
+  static const DxCoutLanes s;
+  return &s;
+}
+
+}  // namespace tbex::sched
