@@ -13,6 +13,7 @@
  * lanes [0, cv) and writes the padding lanes as 0. dxp (and the tiles) are computed per output
  * row (d, h, b): every w phase of the row, then out_lanes gathers the row back to 6HD. */
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "schedules/registry.h"
@@ -28,8 +29,9 @@ using namespace Halide;
 constexpr int kMaxValidCin = 8;  ///< beyond this, dx_tiled's c0 lanes are mostly useful
 constexpr int kRegs = 32;        ///< zmm registers: accumulators + cv weights + 1 dy vector
 constexpr int kMaxAcc = 24;      ///< accumulators per register tile
+constexpr int kMaxUnrollKw = 11; ///< kw taps unrolled by default up to this
 
-const std::vector<std::string> kKeys{"qt"};
+const std::vector<std::string> kKeys{"qt", "ord", "tho"};
 
 int cin_valid(const Problem& p) {
   return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
@@ -42,21 +44,36 @@ int64_t qw_extent_of(const Problem& p) {
   return (g.in[2] - 1 + pl) / sw - pl / sw + (pl % sw == 0 ? 1 : 0);
 }
 
-/** Positions per tile: the most accumulators (cv * qt) that fit the registers with the cv
- * weight vectors and one dy vector, then the variant's qt. */
-int choose_qt(const Problem& p, const std::string& variant) {
+struct Tiles {
+  int qt = 1;   ///< positions along w (phase frame) per register tile
+  int kwu = 0;  ///< 1: kw taps unrolled inside the n-block loop (and w phases unrolled)
+  int tho = 0;  ///< 1: (kd, kh) taps outside the tiles, partial sums of a phase row in memory
+};
+
+/** Most accumulators (cv * qt) that fit the registers with the weight vectors a step keeps
+ * (kwu: cv per active kw tap, else cv) and one dy vector. */
+int qt_max(const Problem& p, int kwu) {
   const int cv = cin_valid(p);
+  const int64_t taps = ceil_div(p.geo.kernel[2], p.geo.stride[2]);
+  const int wregs = kwu ? (int)std::min<int64_t>(cv * taps, 12) : cv;
+  return (int)std::max<int64_t>(
+      1, std::min<int64_t>({kMaxAcc / cv, (kRegs - 1 - wregs) / cv, 16, qw_extent_of(p)}));
+}
+
+/** The schedule's own choice, then the fields `variant` sets. */
+Tiles choose_tiles(const Problem& p, const std::string& variant) {
   const int64_t ext = qw_extent_of(p);
-  int qt = std::max(1, std::min(kMaxAcc / cv, (kRegs - 1 - cv) / cv));
-  qt = (int)std::max<int64_t>(1, std::min<int64_t>({qt, 16, ext}));
+  Tiles t;
+  t.kwu = p.geo.kernel[2] <= kMaxUnrollKw ? 1 : 0;
+  t.qt = qt_max(p, t.kwu);
   const VariantFields f = parse_variant(variant, kKeys, "dx_cout_lanes");
-  if (f.count("qt")) {
-    qt = f.at("qt");
-    user_check(qt <= ext, "", "variant",
-               "dx_cout_lanes variant '" + variant + "': qt must be at most " +
-                   std::to_string(ext) + " (positions along w)");
-  }
-  return qt;
+  if (f.count("qt")) t.qt = f.at("qt");
+  if (f.count("ord")) t.kwu = f.at("ord") == 1 ? 1 : 0;
+  if (f.count("tho")) t.tho = f.at("tho");
+  user_check(t.qt <= ext && (!f.count("ord") || f.at("ord") <= 2), "", "variant",
+             "dx_cout_lanes variant '" + variant + "': qt must be at most " + std::to_string(ext) +
+                 " (positions along w), ord 1 (kw taps unrolled inside the n-block loop) or 2 (n-block loop innermost)");
+  return t;
 }
 
 class DxCoutLanes final : public DxSchedule {
@@ -77,33 +94,35 @@ class DxCoutLanes final : public DxSchedule {
     return "";
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    const int qt = choose_qt(p, ctx.variant);
+    const Tiles t = choose_tiles(p, ctx.variant);
     std::ostringstream s;
-    s << "[" << format_variant({{"qt", qt}}, kKeys) << "] register tile " << cin_valid(p)
-      << "c0 x " << qt << "w x 16n (n in lanes, rfactor + horizontal sum), "
+    s << "[" << format_variant({{"qt", t.qt}, {"ord", 2 - t.kwu}}, kKeys) << "] register tile "
+      << cin_valid(p) << "c0 x " << t.qt << "w x 16n (n in lanes, rfactor + horizontal sum), "
       << (p.geo.stride[0] * p.geo.stride[1] * p.geo.stride[2] > 1 ? "stride-phase frame, " : "")
-      << "per-row output, " << ctx.threads << " threads";
+      << (t.kwu ? "kw unrolled, " : "") << "per-row output, " << ctx.threads << " threads";
     return s.str();
   }
+  /** "" (the own choice) first, then the widest tiles and the narrowest covering a phase row in
+   * as few tiles, with kw unrolled and not. */
   std::vector<std::string> candidates(const Problem& p, const Context&) const override {
-    const int cv = cin_valid(p);
     const int64_t ext = qw_extent_of(p);
-    std::vector<std::string> out{""};
-    const int qmax = std::max(1, std::min(kMaxAcc / cv, (kRegs - 1 - cv) / cv));
-    for (int64_t qt : {(int64_t)qmax, (int64_t)std::max(1, 16 / cv), (int64_t)std::max(1, 12 / cv),
-                       ceil_div(ext, ceil_div(ext, qmax)), (int64_t)std::max(1, 8 / cv)})
-      out.push_back(format_variant({{"qt", (int)std::max<int64_t>(1, std::min(qt, ext))}}, kKeys));
+    const Tiles own = choose_tiles(p, "");
+    std::vector<std::string> out{format_variant({{"qt", own.qt}, {"ord", 2 - own.kwu}}, kKeys)};
+    for (int kwu : {own.kwu, 1 - own.kwu}) {
+      const int64_t qmax = qt_max(p, kwu);
+      for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), qmax + 1, qmax * 3 / 4})
+        if (qt <= ext)
+          out.push_back(format_variant({{"qt", (int)std::max<int64_t>(1, qt)}, {"ord", 2 - kwu}}, kKeys));
+    }
     out = unique_upto(out, 6);
-    // "" is the own choice; drop the entry repeating it.
-    const std::string own = format_variant({{"qt", choose_qt(p, "")}}, kKeys);
-    out.erase(std::remove(out.begin() + 1, out.end(), own), out.end());
+    out[0] = "";
     return out;
   }
 
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
     internal_check(a.out_lanes.defined() && a.cin_valid == cin_valid(p),
                    "dx_cout_lanes: the algorithm defines no out_lanes for this problem");
-    const int qt = choose_qt(p, ctx.variant);
+    const Tiles t = choose_tiles(p, ctx.variant);
     a.out = a.out_lanes;  // computes dxp, acc and wz at the valid lanes only
 
     // Staged fp32 operands: weights n-innermost (a 16-lane load per c0 and tap), dy as is.
@@ -132,23 +151,46 @@ class DxCoutLanes final : public DxSchedule {
         .parallel(par);
     // Every phase of one output row, tiled along qw.
     a.dxp.compute_at(a.out, a.h)
-        .split(qw, wo, wi, qt)
+        .split(qw, wo, wi, t.qt)
         .reorder(c0, wi, wo)
         .unroll(c0)
         .unroll(wi);
     a.acc.compute_at(a.dxp, wo).unroll(c0).unroll(qw);
     a.acc.update().reorder(rni, c0, qw).atomic().vectorize(rni).unroll(c0).unroll(qw);
-    intm.compute_at(a.dxp, wo)
-        .reorder_storage(lane, c0, qw)
-        .reorder(lane, c0, qw)
-        .vectorize(lane)
-        .unroll(c0)
-        .unroll(qw);
-    intm.update()
-        .reorder(lane, c0, qw, rno, rkw, rkh, rkd)
-        .vectorize(lane)
-        .unroll(c0)
-        .unroll(qw);
+    // Each w phase its own loop nest: the kw tap predicate folds to constants per unrolled kw.
+    if (t.kwu && p.geo.stride[2] > 1) a.dxp.unroll(a.pw);
+    if (t.tho) {
+      // Taps (kd, kh) outside the tiles: the 16-lane partial sums of a whole phase row stay in
+      // L1 (16 x cv x qw floats) while one dy row and the weights of one (kd, kh) stream by.
+      Var wo2("wo2"), wi2("wi2");
+      intm.compute_at(a.dxp, a.pw)
+          .reorder_storage(lane, c0, qw)
+          .reorder(lane, c0, qw)
+          .vectorize(lane)
+          .unroll(c0);
+      Stage u = intm.update();
+      u.split(qw, wo2, wi2, t.qt, TailStrategy::RoundUp);
+      if (t.kwu)
+        u.reorder(lane, c0, wi2, rkw, rno, wo2, rkh, rkd).unroll(rkw);
+      else
+        u.reorder(lane, c0, wi2, rno, rkw, wo2, rkh, rkd);
+      u.vectorize(lane).unroll(c0).unroll(wi2);
+      if (t.tho == 2) u.unroll(rno);
+    } else {
+      intm.compute_at(a.dxp, wo)
+          .reorder_storage(lane, c0, qw)
+          .reorder(lane, c0, qw)
+          .vectorize(lane)
+          .unroll(c0)
+          .unroll(qw);
+      Stage u = intm.update();
+      // kwu: a dy vector loaded once serves every kw tap of the 16-block.
+      if (t.kwu)
+        u.reorder(lane, c0, qw, rkw, rno, rkh, rkd).unroll(rkw);
+      else
+        u.reorder(lane, c0, qw, rno, rkw, rkh, rkd);
+      u.vectorize(lane).unroll(c0).unroll(qw);
+    }
   }
 };
 
