@@ -7,13 +7,15 @@
  * (intermediate `intm`, 16 partial sums per output element), then summed horizontally once per
  * output element. The register tile is (valid c0 lanes cv) x (qt positions along w in the
  * stride-phase frame) accumulators of 16 n lanes; per reduction step (one 16-block of n at one
- * tap) it loads qt dy vectors and cv weight vectors for cv*qt FMAs.
+ * tap) it loads qt dy vectors and cv weight vectors for cv*qt FMAs. By default (ord=1) the kw taps
+ * are unrolled inside the n-block loop and the w phases unrolled, so the stride predicate on kw
+ * folds away and one 16-block step over the T = ceil(Kw/sw) taps of a phase loads qt + T - 1 dy
+ * vectors (shared by the taps) and cv*T weight vectors for cv*qt*T FMAs.
  *
  * Only the valid lanes are computed: the output is the algorithm's out_lanes, which reads dxp at
  * lanes [0, cv) and writes the padding lanes as 0. dxp (and the tiles) are computed per output
  * row (d, h, b): every w phase of the row, then out_lanes gathers the row back to 6HD. */
 #include <algorithm>
-#include <cstdlib>
 #include <sstream>
 
 #include "schedules/registry.h"
@@ -31,7 +33,7 @@ constexpr int kRegs = 32;        ///< zmm registers: accumulators + cv weights +
 constexpr int kMaxAcc = 24;      ///< accumulators per register tile
 constexpr int kMaxUnrollKw = 11; ///< kw taps unrolled by default up to this
 
-const std::vector<std::string> kKeys{"qt", "ord", "tho"};
+const std::vector<std::string> kKeys{"qt", "ord"};
 
 int cin_valid(const Problem& p) {
   return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
@@ -47,7 +49,6 @@ int64_t qw_extent_of(const Problem& p) {
 struct Tiles {
   int qt = 1;   ///< positions along w (phase frame) per register tile
   int kwu = 0;  ///< 1: kw taps unrolled inside the n-block loop (and w phases unrolled)
-  int tho = 0;  ///< 1: (kd, kh) taps outside the tiles, partial sums of a phase row in memory
 };
 
 /** Most accumulators (cv * qt) that fit the registers with the weight vectors a step keeps
@@ -69,7 +70,6 @@ Tiles choose_tiles(const Problem& p, const std::string& variant) {
   const VariantFields f = parse_variant(variant, kKeys, "dx_cout_lanes");
   if (f.count("qt")) t.qt = f.at("qt");
   if (f.count("ord")) t.kwu = f.at("ord") == 1 ? 1 : 0;
-  if (f.count("tho")) t.tho = f.at("tho");
   user_check(t.qt <= ext && (!f.count("ord") || f.at("ord") <= 2), "", "variant",
              "dx_cout_lanes variant '" + variant + "': qt must be at most " + std::to_string(ext) +
                  " (positions along w), ord 1 (kw taps unrolled inside the n-block loop) or 2 (n-block loop innermost)");
@@ -141,8 +141,6 @@ class DxCoutLanes final : public DxSchedule {
     RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
     RVar rno("rno"), rni("rni");
     Var lane("lane");
-    Func intm = a.acc.update().split(rn, rno, rni, 16).rfactor(rni, lane);
-
     Var c0 = a.c0, qw = a.qw, wo("wo"), wi("wi"), t3("t3"), par("par");
     a.out.compute_root()
         .vectorize(a.c0)
@@ -155,42 +153,24 @@ class DxCoutLanes final : public DxSchedule {
         .reorder(c0, wi, wo)
         .unroll(c0)
         .unroll(wi);
-    a.acc.compute_at(a.dxp, wo).unroll(c0).unroll(qw);
-    a.acc.update().reorder(rni, c0, qw).atomic().vectorize(rni).unroll(c0).unroll(qw);
     // Each w phase its own loop nest: the kw tap predicate folds to constants per unrolled kw.
     if (t.kwu && p.geo.stride[2] > 1) a.dxp.unroll(a.pw);
-    if (t.tho) {
-      // Taps (kd, kh) outside the tiles: the 16-lane partial sums of a whole phase row stay in
-      // L1 (16 x cv x qw floats) while one dy row and the weights of one (kd, kh) stream by.
-      Var wo2("wo2"), wi2("wi2");
-      intm.compute_at(a.dxp, a.pw)
-          .reorder_storage(lane, c0, qw)
-          .reorder(lane, c0, qw)
-          .vectorize(lane)
-          .unroll(c0);
-      Stage u = intm.update();
-      u.split(qw, wo2, wi2, t.qt, TailStrategy::RoundUp);
-      if (t.kwu)
-        u.reorder(lane, c0, wi2, rkw, rno, wo2, rkh, rkd).unroll(rkw);
-      else
-        u.reorder(lane, c0, wi2, rno, rkw, wo2, rkh, rkd);
-      u.vectorize(lane).unroll(c0).unroll(wi2);
-      if (t.tho == 2) u.unroll(rno);
-    } else {
-      intm.compute_at(a.dxp, wo)
-          .reorder_storage(lane, c0, qw)
-          .reorder(lane, c0, qw)
-          .vectorize(lane)
-          .unroll(c0)
-          .unroll(qw);
-      Stage u = intm.update();
-      // kwu: a dy vector loaded once serves every kw tap of the 16-block.
-      if (t.kwu)
-        u.reorder(lane, c0, qw, rkw, rno, rkh, rkd).unroll(rkw);
-      else
-        u.reorder(lane, c0, qw, rno, rkw, rkh, rkd);
-      u.vectorize(lane).unroll(c0).unroll(qw);
-    }
+    a.acc.compute_at(a.dxp, wo).unroll(c0).unroll(qw);
+    Func intm = a.acc.update().split(rn, rno, rni, 16).rfactor(rni, lane);
+    a.acc.update().reorder(rni, c0, qw).atomic().vectorize(rni).unroll(c0).unroll(qw);
+    intm.compute_at(a.dxp, wo)
+        .reorder_storage(lane, c0, qw)
+        .reorder(lane, c0, qw)
+        .vectorize(lane)
+        .unroll(c0)
+        .unroll(qw);
+    Stage u = intm.update();
+    // kwu: a dy vector loaded once serves every kw tap of the 16-block.
+    if (t.kwu)
+      u.reorder(lane, c0, qw, rkw, rno, rkh, rkd).unroll(rkw);
+    else
+      u.reorder(lane, c0, qw, rno, rkw, rkh, rkd);
+    u.vectorize(lane).unroll(c0).unroll(qw);
   }
 };
 
