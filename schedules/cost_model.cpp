@@ -14,7 +14,7 @@ Machine Machine::of(const Halide::Target& target) {
   Machine m;
   m.lanes = std::max(1, target.natural_vector_size<float>());
   m.vregs = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
-  m.usable_vregs = m.vregs * 3 / 4;
+  m.usable_vregs = m.vregs - 2;
   // Without AVX-512 the same two FMA pipes process half the lanes; cycles stay the unit.
   auto cache = [](int name, int64_t fallback) {
     const long v = sysconf(name);

@@ -26,8 +26,9 @@ namespace tbex::sched {
 struct Machine {
   int lanes = 16;            ///< fp32 lanes per vector
   int vregs = 32;            ///< architectural vector registers
-  int usable_vregs = 24;     ///< what Halide's code keeps live without spilling (measured: 16
-                             ///< accumulators + operands fit, 24 accumulators spilled)
+  int usable_vregs = 30;     ///< what Halide's code keeps live without spilling: the file less
+                             ///< address and loop registers (the stem dX tile, 18 accumulators +
+                             ///< 12 weights + 1 dy vector, compiled without spills)
   double fma_pipes = 2;      ///< vector FMAs per cycle
   double load_pipes = 2;     ///< vector loads (or broadcasts) per cycle
   double issue = 4;          ///< vector ops per cycle, all kinds

@@ -22,11 +22,6 @@ constexpr int kMaxValidCin = 8;  ///< beyond this, dw_tiled's c0 lanes are mostl
 constexpr int kMaxAcc = 16;      ///< zmm accumulators per register tile (more spill)
 constexpr int64_t kMaxRootXsBytes = int64_t(64) << 20;  ///< staged x held whole up to this
 
-/** Valid input lanes of the (single) input block of a real group. */
-int cin_valid(const Problem& p) {
-  return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
-}
-
 struct FewCinTiles {
   int cv = 1;   ///< valid input lanes (c0 of the tile)
   int nv = 1;   ///< 16-lane vectors of output channels per register tile

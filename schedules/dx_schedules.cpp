@@ -27,14 +27,8 @@ struct DxTiles {
 
 const std::vector<std::string> kDxKeys{"qt", "ct"};
 
-/** Positions of one phase along dim i (0 d, 1 h, 2 w): x + pad = q*s + phase over x in [0, in). */
-int64_t q_extent(const Problem& p, int i) {
-  const ConvGeometry& g = p.geo;
-  const int64_t pl = g.pads[2 * i], s = g.stride[i];
-  return (g.in[i] - 1 + pl) / s - pl / s + (pl % s == 0 ? 1 : 0);
-}
-
-int64_t qw_extent_of(const Problem& p) { return q_extent(p, 2); }
+int64_t q_extent(const Problem& p, int i) { return phase_extent(p, i); }
+int64_t qw_extent_of(const Problem& p) { return phase_extent(p, 2); }
 
 /** The cost model's view of dx_tiled with tiles `t`. */
 Estimate dx_tiled_estimate(const Problem& p, const Context& ctx, const DxTiles& t) {

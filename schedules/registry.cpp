@@ -14,7 +14,8 @@ const std::vector<const DwSchedule*>& dw_registry() {
 
 const std::vector<const DxSchedule*>& dx_registry() {
   static const std::vector<const DxSchedule*> r{
-      dx_tiled_schedule(), dx_halide_auto_schedule(HalideAutoscheduler::kMullapudi2016),
+      dx_cout_lanes_schedule(), dx_tiled_schedule(),
+      dx_halide_auto_schedule(HalideAutoscheduler::kMullapudi2016),
       dx_halide_auto_schedule(HalideAutoscheduler::kAdams2019),
       dx_halide_auto_schedule(HalideAutoscheduler::kLi2018), dx_reference_schedule()};
   return r;

@@ -57,6 +57,7 @@ const DwSchedule* dw_cout_lanes_schedule();  // dw_few_cin.cpp
 const DwSchedule* dw_tiled_schedule();
 const DwSchedule* dw_direct_schedule();
 const DwSchedule* dw_reference_schedule();
+const DxSchedule* dx_cout_lanes_schedule();  // dx_few_cin.cpp
 const DxSchedule* dx_tiled_schedule();
 const DxSchedule* dx_reference_schedule();
 const FwdSchedule* fwd_tiled_schedule();

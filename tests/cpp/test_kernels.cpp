@@ -49,6 +49,13 @@ const Case kCases[] = {
     {"few_cin1_split", 2, 1, 16, 1, {3, 4, 5}, {1, 2, 5}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 1, 2, 2}},
     // Strides beyond the kernel (x read in place), one output tile pair (reduction split by depth).
     {"few_cin2_sparse", 1, 2, 16, 1, {3, 7, 9}, {1, 2, 2}, {1, 3, 3}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    // dX with output channels in the lanes (dx_cout_lanes): the stem scaled down (3x7x7, stride
+    // (1,2,2)), 8 valid lanes with strides and asymmetric pads, dilation 2 along w with stride 2,
+    // and 9 valid lanes, where dx_cout_lanes does not apply (dx_tiled's lanes are useful).
+    {"stem_scaled_cin3", 2, 3, 64, 1, {4, 14, 13}, {3, 7, 7}, {1, 2, 2}, {1, 1, 1}, {1, 1, 3, 3, 3, 3}},
+    {"few_cin8_strided", 1, 8, 32, 1, {4, 7, 9}, {2, 3, 5}, {1, 2, 2}, {1, 1, 1}, {1, 0, 2, 1, 0, 2}},
+    {"few_cin3_dilated", 1, 3, 32, 1, {5, 8, 11}, {2, 3, 3}, {1, 1, 2}, {2, 2, 2}, {1, 1, 2, 2, 1, 0}},
+    {"few_cin9_rejected", 1, 9, 32, 1, {3, 5, 6}, {2, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 0, 1, 1, 1, 1}},
 };
 
 std::array<int64_t, 3> out_dims(const Case& c) {
@@ -134,6 +141,8 @@ TEST_P(InputKernelTest, MatchesReference) {
   Problem p = make_backprop_input_problem(shape_fz3d(wd, c.groups), dtype, shape_6hd(yd), dtype,
                                           {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
                                           {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+  for (const auto& [name, why] : explain_schedules(p))
+    if (name == schedule && !why.empty()) GTEST_SKIP() << schedule << " does not apply: " << why;
   auto k = compile(p, CompileOptions{schedule});
   EXPECT_EQ(k->schedule_name(), schedule);
   std::vector<float> out(count(p.dx_shape()), -7.0f);
@@ -230,6 +239,32 @@ void expect_thread_invariant(const Case& c, const std::string& schedule) {
   EXPECT_LE(max_rel, 1e-6 * max_ref) << c.name << " " << schedule;
 }
 
+/** dX of case `c` (random fp32 data, not exact in fp32) compiled for `threads` threads. */
+std::vector<float> dx_with_threads(const Case& c, const std::string& schedule, int threads) {
+  const ConvGeometry g = geometry(c);
+  const Dims5 yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> w(count({wd.begin(), wd.end()})), dy(count({yd.begin(), yd.end()}));
+  for (auto& v : w) v = u(rng);
+  for (auto& v : dy) v = u(rng);
+  std::vector<float> fz(count(shape_fz3d(wd, c.groups))), y6(count(shape_6hd(yd)));
+  oidhw_to_fz3d(w.data(), fz.data(), wd, c.groups, 4);
+  ncdhw_to_6hd(dy.data(), y6.data(), yd, 4);
+  Problem p = make_backprop_input_problem(shape_fz3d(wd, c.groups), DType::kFloat32, shape_6hd(yd),
+                                          DType::kFloat32, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                          {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+  const int saved = num_threads();
+  set_num_threads(threads);
+  std::vector<float> out(count(p.dx_shape()));
+  auto k = compile(p, CompileOptions{schedule});
+  EXPECT_EQ(k->schedule_name(), schedule);
+  k->run_dense({fz.data(), y6.data()}, out.data());
+  set_num_threads(saved);
+  return out;
+}
+
 const Case& case_named(const std::string& name) {
   for (const Case& c : kCases)
     if (name == c.name) return c;
@@ -244,6 +279,36 @@ TEST(KernelExtras, ThreadCountDoesNotChangeResults) { expect_thread_invariant(kC
 TEST(KernelExtras, CoutLanesThreadCountDoesNotChangeResults) {
   expect_thread_invariant(case_named("few_cin3_stem"), "dw_cout_lanes");
   expect_thread_invariant(case_named("few_cin1_split"), "dw_cout_lanes");
+}
+
+// dx_cout_lanes: each output row is one thread's work, so 1 and 2 threads give the same bits.
+TEST(KernelExtras, DxCoutLanesThreadCountDoesNotChangeResults) {
+  for (const char* name : {"stem_scaled_cin3", "few_cin_grouped", "few_cin1_split"}) {
+    const std::vector<float> one = dx_with_threads(case_named(name), "dx_cout_lanes", 1),
+                             two = dx_with_threads(case_named(name), "dx_cout_lanes", 2);
+    ASSERT_EQ(one.size(), two.size());
+    EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * 4)) << name;
+  }
+}
+
+// "auto" picks dx_cout_lanes for few valid input lanes and dx_tiled otherwise.
+TEST(KernelExtras, DxCoutLanesDispatch) {
+  for (const auto& [name, want] : std::vector<std::pair<std::string, std::string>>{
+           {"stem_scaled_cin3", "dx_cout_lanes"}, {"few_cin8_strided", "dx_cout_lanes"},
+           {"few_cin_grouped", "dx_cout_lanes"}, {"few_cin9_rejected", "dx_tiled"},
+           {"plain", "dx_tiled"}, {"odd_channels", "dx_tiled"}}) {
+    const Case& c = case_named(name);
+    const ConvGeometry g = geometry(c);
+    const Dims5 yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+    const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+    Problem p = make_backprop_input_problem(shape_fz3d(wd, c.groups), DType::kFloat32, shape_6hd(yd),
+                                            DType::kFloat32, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                            {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+    std::string first;
+    for (const auto& [sched, why] : explain_schedules(p))
+      if (why.empty() && first.empty()) first = sched;
+    EXPECT_EQ(first, want) << name;
+  }
 }
 
 }  // namespace

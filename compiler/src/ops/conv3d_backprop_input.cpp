@@ -3,6 +3,8 @@
  * Strides use a stride-phase decomposition: output position w + pl = qw*sw + pw only receives the
  * taps kw with (pw - kw*dw) divisible by sw, reading dy at ow = qw + (pw - kw*dw)/sw. The RDom
  * predicate skips the other taps, so no multiply-add touches an inserted zero. */
+#include <algorithm>
+
 #include "ops/ops.h"
 #include "tbex/errors.h"
 
@@ -80,13 +82,25 @@ DxAlgorithm define_backprop_input(const Problem& p) {
 
   // Back from the phase frame: w + pl = qw*sw + pw.
   Expr tw = w + pl, th = h + pt, td = d + pf;
-  // The depth phase is written td - (td / sd) * sd, clamped (equal to td % sd, td >= 0): Halide
-  // narrows its bounds to one value for one d (not those of %), so a schedule can compute the
-  // phase frame per output depth slice without computing every phase.
-  Expr pd_of_d = clamp(td - (td / sd) * sd, 0, sd - 1);
+  // A phase is written t - (t / s) * s, clamped to [0, s) (equal to t % s for t >= 0): Halide
+  // narrows its bounds to one value for one t (not those of %), so a schedule can compute the
+  // phase frame per output slice or row without computing every phase of it.
+  auto phase = [](Expr t, int s) { return clamp(t - (t / s) * s, 0, s - 1); };
   a.out(c0, w, h, c1, d, b) =
-      a.dxp(c0, tw / sw, tw % sw, th / sh, th % sh, td / sd, pd_of_d, c1, b);
+      a.dxp(c0, tw / sw, phase(tw, sw), th / sh, phase(th, sh), td / sd, phase(td, sd), c1, b);
   constrain_shape(a.out.output_buffer(), p.x_shape());
+
+  // The same output read at the valid lanes only (see DxAlgorithm::out_lanes). With cin1_g == 1
+  // and fewer than 16 valid lanes, real_g is 1 (mag_factor * cin_pg is a multiple of 16 otherwise),
+  // so lane c0 of block c1 = 0 is channel c0 and lanes >= cin_valid are padding.
+  a.cin_valid = std::min(C0, mag * cin_pg);
+  if (cin1_g == 1 && a.cin_valid < C0) {
+    Expr v = a.dxp(min(c0, a.cin_valid - 1), tw / sw, phase(tw, sw), th / sh, phase(th, sh),
+                   td / sd, phase(td, sd), c1, b);
+    a.out_lanes(c0, w, h, c1, d, b) =
+        select(c0 < a.cin_valid, v, cast(halide_type(p.res_dtype), 0));
+    constrain_shape(a.out_lanes.output_buffer(), p.x_shape());
+  }
   return a;
 }
 

@@ -35,6 +35,13 @@ struct DxAlgorithm {
   Halide::Func acc{"acc"};           ///< (c0, qw, pw, qh, ph, qd, pd, c1, b) phase frame: w + pl = qw*sw + pw
   Halide::Func dxp{"dxp"};           ///< same dims as acc: acc + bias, cast to res_dtype
   Halide::Func out{"out"};           ///< (c0, w, h, c1, d, b) 6HD view of the (N, D, C1, H*W, 16) output
+  /** Defined only when a real group has one input block with fewer than 16 valid lanes
+   * (cin1_g == 1, cin_valid < 16): the same output as `out`, but reading dxp (so acc and wz) only
+   * at lanes [0, cin_valid) and writing the padding lanes as 0 (which `out` computes as 0 anyway:
+   * wz and the bias are 0 there). A schedule computing only the valid lanes makes it the pipeline's
+   * output (a.out = a.out_lanes); every other schedule leaves it unused. */
+  Halide::Func out_lanes{"out_lanes"};
+  int cin_valid = 16;         ///< valid c0 lanes of a real group's block: min(16, mag_factor * cin_pg)
   Halide::RDom r;             ///< (n, kw, kh, kd), predicated on the stride phase
   bool strided = false;       ///< any stride > 1: out gathers from dxp; else out reads acc directly
   Halide::Var c0{"c0"}, qw{"qw"}, pw{"pw"}, qh{"qh"}, ph{"ph"}, qd{"qd"}, pd{"pd"}, c1{"c1"},

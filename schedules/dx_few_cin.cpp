@@ -1,0 +1,217 @@
+/** dX for few input channels per block (a network's stem: Cin = 3).
+ *
+ * dx_tiled vectorizes over the 16 c0 lanes of the input channel block; with 3 valid channels, 13
+ * of them compute padding. "dx_cout_lanes" puts the reduction's output channels n (dy's channels,
+ * contiguous in the staged dy and, with wz stored n-innermost, in the staged weights) in the
+ * vector lanes: the reduction over n is split into 16-lane blocks and the lane index rfactored
+ * (intermediate `intm`, 16 partial sums per output element), then summed horizontally once per
+ * output element. The register tile is (valid c0 lanes cv) x (qt positions along w in the
+ * stride-phase frame) accumulators of 16 n lanes; per reduction step (one 16-block of n at one
+ * tap) it loads qt dy vectors and cv weight vectors for cv*qt FMAs. By default (ord=1) the kw taps
+ * are unrolled inside the n-block loop and the w phases unrolled, so the stride predicate on kw
+ * folds away and one 16-block step over the T = ceil(Kw/sw) taps of a phase loads qt + T - 1 dy
+ * vectors (shared by the taps) and cv*T weight vectors for cv*qt*T FMAs.
+ *
+ * Only the valid lanes are computed: the output is the algorithm's out_lanes, which reads dxp at
+ * lanes [0, cv) and writes the padding lanes as 0. dxp (and the tiles) are computed per output
+ * row (d, h, b): every w phase of the row, then out_lanes gathers the row back to 6HD. */
+#include <algorithm>
+#include <sstream>
+
+#include "schedules/registry.h"
+#include "schedules/tiling.h"
+#include "schedules/variant.h"
+#include "tbex/errors.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+constexpr int kMaxValidCin = 8;  ///< beyond this, dx_tiled's c0 lanes are mostly useful
+constexpr int kRegs = 32;        ///< zmm registers: accumulators + cv weights + 1 dy vector
+constexpr int kMaxAcc = 24;      ///< accumulators per register tile
+constexpr int kMaxUnrollKw = 11; ///< kw taps unrolled by default up to this
+
+const std::vector<std::string> kKeys{"qt", "ord"};
+
+int64_t qw_extent_of(const Problem& p) { return phase_extent(p, 2); }
+
+struct Tiles {
+  int qt = 1;   ///< positions along w (phase frame) per register tile
+  int kwu = 0;  ///< 1: kw taps unrolled inside the n-block loop (and w phases unrolled)
+};
+
+/** Most accumulators (cv * qt) that fit the registers with the weight vectors a step keeps
+ * (kwu: cv per active kw tap, else cv) and one dy vector. */
+int qt_max(const Problem& p, int kwu) {
+  const int cv = cin_valid(p);
+  const int64_t taps = ceil_div(p.geo.kernel[2], p.geo.stride[2]);
+  const int wregs = kwu ? (int)std::min<int64_t>(cv * taps, 12) : cv;
+  return (int)std::max<int64_t>(
+      1, std::min<int64_t>({kMaxAcc / cv, (kRegs - 1 - wregs) / cv, 16, qw_extent_of(p)}));
+}
+
+/** The schedule's own choice, then the fields `variant` sets. */
+Tiles choose_tiles(const Problem& p, const std::string& variant) {
+  const int64_t ext = qw_extent_of(p);
+  Tiles t;
+  t.kwu = p.geo.kernel[2] <= kMaxUnrollKw ? 1 : 0;
+  t.qt = qt_max(p, t.kwu);
+  const VariantFields f = parse_variant(variant, kKeys, "dx_cout_lanes");
+  if (f.count("qt")) t.qt = f.at("qt");
+  if (f.count("ord")) t.kwu = f.at("ord") == 1 ? 1 : 0;
+  user_check(t.qt <= ext && (!f.count("ord") || f.at("ord") <= 2), "", "variant",
+             "dx_cout_lanes variant '" + variant + "': qt must be at most " + std::to_string(ext) +
+                 " (positions along w), ord 1 (kw taps unrolled inside the n-block loop) or 2 (n-block loop innermost)");
+  return t;
+}
+
+class DxCoutLanes final : public DxSchedule {
+ public:
+  std::string name() const override { return "dx_cout_lanes"; }
+  std::string why_not(const Problem& p) const override {
+    if (p.group.cin1_g != 1)
+      return std::to_string(p.group.cin1_g) + " input blocks per real group fill c0 lanes";
+    const int cv = cin_valid(p);
+    if (cv > kMaxValidCin)
+      return std::to_string(cv) + " valid input channels per block (more than " +
+             std::to_string(kMaxValidCin) + ") fill dx_tiled's c0 lanes";
+    // Lanes doing useful work: cout_valid / cout_g here, cv / 16 in dx_tiled; ask for twice.
+    const int64_t cout_valid = std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());
+    if (cout_valid * 16 < 2 * cv * p.group.cout_g)
+      return "only " + std::to_string(cout_valid) + " of " + std::to_string(p.group.cout_g) +
+             " output channels per real group are valid: n lanes would be mostly padding";
+    return "";
+  }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    const Tiles t = choose_tiles(p, ctx.variant);
+    std::ostringstream s;
+    s << "[" << format_variant({{"qt", t.qt}, {"ord", 2 - t.kwu}}, kKeys) << "] register tile "
+      << cin_valid(p) << "c0 x " << t.qt << "w x 16n (n in lanes, rfactor + horizontal sum), "
+      << (p.geo.stride[0] * p.geo.stride[1] * p.geo.stride[2] > 1 ? "stride-phase frame, " : "")
+      << (t.kwu ? "kw unrolled, " : "") << "per-row output, " << ctx.threads << " threads";
+    return s.str();
+  }
+  /** "" (the own choice) first, then the widest tiles and the narrowest covering a phase row in
+   * as few tiles, with kw unrolled and not. */
+  std::vector<std::string> candidates(const Problem& p, const Context&) const override {
+    const int64_t ext = qw_extent_of(p);
+    const Tiles own = choose_tiles(p, "");
+    std::vector<std::string> out{format_variant({{"qt", own.qt}, {"ord", 2 - own.kwu}}, kKeys)};
+    for (int kwu : {own.kwu, 1 - own.kwu}) {
+      const int64_t qmax = qt_max(p, kwu);
+      for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), qmax + 1, qmax * 3 / 4})
+        if (qt <= ext)
+          out.push_back(format_variant({{"qt", (int)std::max<int64_t>(1, qt)}, {"ord", 2 - kwu}}, kKeys));
+    }
+    out = unique_upto(out, 6);
+    out[0] = "";
+    return out;
+  }
+
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    const Tiles t = choose_tiles(p, ctx.variant);
+    const ConvGeometry& g = p.geo;
+    const int cv = cin_valid(p);
+    const double taps_w = double(g.kernel[2]) / g.stride[2];  // active kw taps of a w phase
+    const double taps_dh = double(g.kernel[0]) * g.kernel[1] / (g.stride[0] * g.stride[1]);
+    const double blocks = double(p.group.cout_g) / 16;
+    LoopNest n;
+    n.threads = ctx.threads;
+    if (t.kwu) {
+      // A step: one 16-channel block at one (kd, kh), every kw tap of the phase unrolled; the
+      // taps share dy vectors.
+      n.tile = {cv * t.qt * taps_w, t.qt + taps_w - 1 + cv * taps_w, cv * t.qt,
+                (int)std::min(cv * taps_w, 12.0) + 1, 0};
+      n.steps_per_visit = blocks * taps_dh;
+    } else {
+      n.tile = {double(cv * t.qt), double(t.qt + cv), cv * t.qt, cv + 1, 0};
+      n.steps_per_visit = blocks * taps_dh * taps_w;
+    }
+    const int64_t rows = g.n * g.in[0] * g.in[1] * g.cin1();
+    const int64_t tiles = rows * g.stride[2] * ceil_div(qw_extent_of(p), t.qt);
+    n.visits = double(tiles);
+    // A visit reads the weights of its phase and qt (+ the taps' reach) positions of dy rows.
+    const double w_bytes = cv * 64.0 * blocks * taps_dh * taps_w;
+    const double dy_bytes = (t.qt + taps_w) * 64.0 * blocks * taps_dh;
+    n.visit_bytes = w_bytes + dy_bytes;
+    n.visit_footprint = (int64_t)n.visit_bytes;
+    n.chunk_footprint = int64_t(w_bytes * g.stride[2]) +
+                        int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * p.group.cout_g * 4;
+    n.units = rows;
+    // Passes: dy staged in fp32, the per-tile horizontal sums (about 8 ops per output element),
+    // the row scatter back to 6HD.
+    double dy_elems = double(g.n) * g.cout1() * 16;
+    for (int i = 0; i < 3; ++i) dy_elems *= g.out[i] + double(g.kernel[i] - 1) * g.dilation[i] / g.stride[i];
+    const double dx_elems = double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
+    const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
+    n.pass_bytes = dy_elems * (in_b + 4) + dx_elems * 4;
+    n.pass_ops = double(tiles) * cv * t.qt * 8;
+    n.lane_use = lane_use_of(g.flops(), n);
+    return evaluate(n, Machine::of(ctx.target));
+  }
+
+  void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
+    internal_check(a.out_lanes.defined() && a.cin_valid == cin_valid(p),
+                   "dx_cout_lanes: the algorithm defines no out_lanes for this problem");
+    const Tiles t = choose_tiles(p, ctx.variant);
+    a.out = a.out_lanes;  // computes dxp, acc and wz at the valid lanes only
+
+    // Staged fp32 operands: weights n-innermost (a 16-lane load per c0 and tap), dy as is.
+    {
+      Var t1("t1"), t2("t2");
+      a.wz.compute_root()
+          .reorder_storage(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g)
+          .reorder(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g)
+          .vectorize(a.n, 16)
+          .fuse(a.kd, a.g, t1)
+          .parallel(t1);
+      a.dys.compute_root().vectorize(a.n, 16).fuse(a.d, a.b, t2).fuse(t2, a.g, t1).parallel(t1);
+    }
+
+    // n in lanes: rfactor the 16-lane part of the n reduction.
+    RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
+    RVar rno("rno"), rni("rni");
+    Var lane("lane");
+    Var c0 = a.c0, qw = a.qw, wo("wo"), wi("wi"), t3("t3"), par("par");
+    a.out.compute_root()
+        .vectorize(a.c0)
+        .fuse(a.c1, a.d, t3)
+        .fuse(t3, a.b, par)
+        .parallel(par);
+    // Every phase of one output row, tiled along qw.
+    a.dxp.compute_at(a.out, a.h)
+        .split(qw, wo, wi, t.qt)
+        .reorder(c0, wi, wo)
+        .unroll(c0)
+        .unroll(wi);
+    // Each w phase its own loop nest: the kw tap predicate folds to constants per unrolled kw.
+    if (t.kwu && p.geo.stride[2] > 1) a.dxp.unroll(a.pw);
+    a.acc.compute_at(a.dxp, wo).unroll(c0).unroll(qw);
+    Func intm = a.acc.update().split(rn, rno, rni, 16).rfactor(rni, lane);
+    a.acc.update().reorder(rni, c0, qw).atomic().vectorize(rni).unroll(c0).unroll(qw);
+    intm.compute_at(a.dxp, wo)
+        .reorder_storage(lane, c0, qw)
+        .reorder(lane, c0, qw)
+        .vectorize(lane)
+        .unroll(c0)
+        .unroll(qw);
+    Stage u = intm.update();
+    // kwu: a dy vector loaded once serves every kw tap of the 16-block.
+    if (t.kwu)
+      u.reorder(lane, c0, qw, rkw, rno, rkh, rkd).unroll(rkw);
+    else
+      u.reorder(lane, c0, qw, rno, rkw, rkh, rkd);
+    u.vectorize(lane).unroll(c0).unroll(qw);
+  }
+};
+
+}  // namespace
+
+const DxSchedule* dx_cout_lanes_schedule() {
+  static const DxCoutLanes s;
+  return &s;
+}
+
+}  // namespace tbex::sched
