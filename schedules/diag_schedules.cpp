@@ -90,6 +90,15 @@ class DwDiag final : public DwSchedule {
   std::string why_not(const Problem& p) const override {
     std::string why = diag_why_not(p);
     if (!why.empty()) return why;
+    // Few groups with many output channels each (a stem: Cin = 1..15, groups = Cin): most of
+    // the 16 lanes are padding, while dw_cout_lanes fills its lanes with output channels.
+    // Compare lane-FMAs per tap and reduction point: 16 * mult here, valid c0 x cout_g there.
+    const int64_t lanes_valid = std::min<int64_t>(16, p.group.mag_factor);
+    const int64_t diag_work = 16 * p.geo.cout_pg(), cout_lanes_work = lanes_valid * p.group.cout_g;
+    if (cout_lanes_work < diag_work && dw_cout_lanes_schedule()->why_not(p).empty())
+      return "only " + std::to_string(lanes_valid) + " of 16 lanes are groups: dw_cout_lanes does " +
+             std::to_string(cout_lanes_work) + " lane-FMAs per tap and point, the diagonal " +
+             std::to_string(diag_work);
     const int64_t bytes = 4 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] *
                           p.geo.kernel[2] * p.group.cout_g * 16;
     if (bytes >= (int64_t(1) << 30))

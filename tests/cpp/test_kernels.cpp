@@ -334,6 +334,9 @@ TEST(KernelExtras, DiagDispatch) {
   }
   EXPECT_NE(why_not(case_named("plain"), "dw_diag", false).find("dense"), std::string::npos);
   EXPECT_NE(why_not(case_named("plain"), "dx_diag", true).find("dense"), std::string::npos);
+  // One input channel, 16 outputs (groups 1): 1 of 16 lanes would be a group; dw_cout_lanes
+  // fills its lanes with output channels instead.
+  EXPECT_NE(why_not(case_named("few_cin1_split"), "dw_diag", false).find("dw_cout_lanes"), std::string::npos);
   // The e2_depthwise workload: auto chooses them.
   const Case e2{"e2", 2, 64, 64, 64, {8, 28, 28}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}};
   const ConvGeometry g = geometry(e2);
