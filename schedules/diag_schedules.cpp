@@ -198,6 +198,15 @@ int64_t qw_extent(const Problem& p) {
   return (g.in[2] - 1 + pl) / sw - pl / sw + (pl % sw == 0 ? 1 : 0);
 }
 
+/** Depth chunks per (real group, batch), so that there are some 4 parallel tasks per thread
+ * (each output is computed whole by one task: results do not depend on the split). */
+int depth_chunks(const Problem& p, int threads) {
+  if (threads <= 1) return 1;
+  const int64_t tasks = p.group.real_g * p.geo.n;
+  return (int)std::min<int64_t>(std::max<int64_t>(1, ceil_div(4 * threads, tasks)),
+                                ceil_div(p.geo.in[0], 2));
+}
+
 int choose_dx_qt(const Problem& p, const std::string& variant) {
   const int64_t ext = qw_extent(p);
   // Up to 16 accumulators; a row in as few equal tiles as possible.
@@ -223,7 +232,8 @@ class DxDiag final : public DxSchedule {
     s << "[qt=" << qt << "] diagonal only (lanes = 16 groups, mult " << p.geo.cout_pg()
       << "), register tile " << qt << "w" << (strided ? " (stride-phase frame)" : " x kw unrolled")
       << ", dy staged zero-padded " << (strided ? "per (group, batch)" : "per plane (sliding over d)")
-      << ", " << ctx.threads << " threads over (real group, batch)";
+      << ", " << ctx.threads << " threads over (real group, batch"
+      << (depth_chunks(p, ctx.threads) > 1 ? ", " + std::to_string(depth_chunks(p, ctx.threads)) + " depth chunks" : "") << ")";
     return s.str();
   }
   std::vector<std::string> candidates(const Problem& p, const Context&) const override {
@@ -243,16 +253,20 @@ class DxDiag final : public DxSchedule {
     a.use_diag();
     Var c0 = a.c0, qw = a.qw, c1 = a.c1, b = a.b;
     RVar sm = a.rd[0], skw = a.rd[1], skh = a.rd[2], skd = a.rd[3];
-    Var wo("wo"), wi("wi"), par("par");
+    Var wo("wo"), wi("wi"), par("par"), dco("dco"), dci("dci"), p1("p1");
     a.wd.compute_root().vectorize(a.c0);
     Func tile_owner = a.strided ? a.dxp : a.out;
+    const int chunks = depth_chunks(p, ctx.threads);
     if (a.strided) {
+      const int64_t qd_ext = ceil_div(p.geo.in[0] + p.geo.pads[0], p.geo.stride[0]);
       a.dxp.compute_root()
           .split(qw, wo, wi, qt)
-          .reorder(c0, wi, wo, a.pw, a.qh, a.ph, a.qd, a.pd, c1, b)
+          .split(a.qd, dco, dci, (int)ceil_div(qd_ext, chunks), TailStrategy::GuardWithIf)
+          .reorder(c0, wi, wo, a.pw, a.qh, a.ph, dci, a.pd, dco, c1, b)
           .vectorize(c0)
           .unroll(wi)
-          .fuse(c1, b, par)
+          .fuse(dco, c1, p1)
+          .fuse(p1, b, par)
           .parallel(par);
       a.dyd.compute_at(a.dxp, par).vectorize(a.c0);
       Var t3("t3");
@@ -260,13 +274,15 @@ class DxDiag final : public DxSchedule {
     } else {
       a.out.compute_root()
           .split(a.w, wo, wi, qt)
-          .reorder(c0, wi, wo, a.h, a.d, c1, b)
+          .split(a.d, dco, dci, (int)ceil_div(p.geo.in[0], chunks), TailStrategy::GuardWithIf)
+          .reorder(c0, wi, wo, a.h, dci, dco, c1, b)
           .vectorize(c0)
           .unroll(wi)
-          .fuse(c1, b, par)
+          .fuse(dco, c1, p1)
+          .fuse(p1, b, par)
           .parallel(par);
       // The zero-padded fp32 dy planes a d step reads, built once each (sliding window over d).
-      a.dyd.store_at(a.out, par).compute_at(a.out, a.d).vectorize(a.c0);
+      a.dyd.store_at(a.out, par).compute_at(a.out, dci).vectorize(a.c0);
     }
     a.accd.compute_at(tile_owner, wo).vectorize(c0).unroll(qw);
     Stage s = a.accd.update();
