@@ -5,7 +5,7 @@ namespace tbex::sched {
 
 const std::vector<const DwSchedule*>& dw_registry() {
   static const std::vector<const DwSchedule*> r{
-      dw_direct_schedule(), dw_cout_lanes_schedule(), dw_tiled_schedule(),
+      dw_diag_schedule(), dw_direct_schedule(), dw_cout_lanes_schedule(), dw_tiled_schedule(),
       dw_halide_auto_schedule(HalideAutoscheduler::kMullapudi2016),
       dw_halide_auto_schedule(HalideAutoscheduler::kAdams2019),
       dw_halide_auto_schedule(HalideAutoscheduler::kLi2018), dw_reference_schedule()};
@@ -14,7 +14,7 @@ const std::vector<const DwSchedule*>& dw_registry() {
 
 const std::vector<const DxSchedule*>& dx_registry() {
   static const std::vector<const DxSchedule*> r{
-      dx_cout_lanes_schedule(), dx_tiled_schedule(),
+      dx_diag_schedule(), dx_cout_lanes_schedule(), dx_tiled_schedule(),
       dx_halide_auto_schedule(HalideAutoscheduler::kMullapudi2016),
       dx_halide_auto_schedule(HalideAutoscheduler::kAdams2019),
       dx_halide_auto_schedule(HalideAutoscheduler::kLi2018), dx_reference_schedule()};

@@ -54,6 +54,8 @@ std::vector<std::string> registry_names(OpKind op, bool own_only = false);
 // Factories, one per schedule family (defined in dw_schedules.cpp / dx_schedules.cpp /
 // fwd_schedules.cpp).
 const DwSchedule* dw_cout_lanes_schedule();  // dw_few_cin.cpp
+const DwSchedule* dw_diag_schedule();        // diag_schedules.cpp (depthwise)
+const DxSchedule* dx_diag_schedule();        // diag_schedules.cpp (depthwise)
 const DwSchedule* dw_tiled_schedule();
 const DwSchedule* dw_direct_schedule();
 const DwSchedule* dw_reference_schedule();

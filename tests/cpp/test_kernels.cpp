@@ -56,6 +56,17 @@ const Case kCases[] = {
     {"few_cin8_strided", 1, 8, 32, 1, {4, 7, 9}, {2, 3, 5}, {1, 2, 2}, {1, 1, 1}, {1, 0, 2, 1, 0, 2}},
     {"few_cin3_dilated", 1, 3, 32, 1, {5, 8, 11}, {2, 3, 3}, {1, 1, 2}, {2, 2, 2}, {1, 1, 2, 2, 1, 0}},
     {"few_cin9_rejected", 1, 9, 32, 1, {3, 5, 6}, {2, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 0, 1, 1, 1, 1}},
+    // Depthwise (cin_pg == 1): dw_diag / dx_diag compute only the diagonal of each real group.
+    // 16 channels (real_g 1), 64 with stride 2 and asymmetric pads (real_g 4), 24 channels
+    // (real_g 2, the second half padding) with dilation 2, channel multiplier 2 (cout_g 32), and
+    // 8 groups (mag_factor 8: half the lanes padding) with multiplier 2 and strides.
+    {"dwise_c16", 2, 16, 16, 16, {4, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"dwise_c64_strided", 1, 64, 64, 64, {5, 7, 9}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 0, 0, 1, 2, 1}},
+    {"dwise_c24_dilated", 1, 24, 24, 24, {6, 7, 8}, {3, 3, 2}, {1, 1, 1}, {2, 2, 2}, {2, 1, 2, 2, 0, 1}},
+    {"dwise_mult2", 2, 16, 32, 16, {3, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"dwise_c8_mult2_strided", 1, 8, 16, 8, {5, 6, 7}, {2, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}},
+    // Strides beyond the kernel: dw_diag reads x in place.
+    {"dwise_sparse", 1, 16, 16, 16, {3, 7, 9}, {1, 2, 2}, {1, 3, 3}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
 };
 
 std::array<int64_t, 3> out_dims(const Case& c) {
@@ -175,25 +186,25 @@ INSTANTIATE_TEST_SUITE_P(
     param_name);
 
 // dX with tensor_bias and the default float16 result: one rounding of the exact sum.
-TEST(KernelExtras, BackpropInputBiasAndFloat16Result) {
-  const Case& c = kCases[2];
-  const ConvGeometry g = geometry(c);  // groups 1
+void check_bias_float16(const Case& c, const std::string& want_schedule) {
+  const ConvGeometry g = geometry(c);
   const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
-  const Dims5 wd{g.cout, g.cin, g.kernel[0], g.kernel[1], g.kernel[2]};
+  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
   auto w = random_eighths(count({wd.begin(), wd.end()}), 11);
   auto dy = random_eighths(count({yd.begin(), yd.end()}), 12);
   auto bias = random_eighths(g.cin, 13);
   std::vector<float> wf(w.begin(), w.end()), yf(dy.begin(), dy.end()), bf(bias.begin(), bias.end());
-  std::vector<float> fz(count(shape_fz3d(wd, 1))), y6(count(shape_6hd(yd)));
-  oidhw_to_fz3d(wf.data(), fz.data(), wd, 1, 4);
+  std::vector<float> fz(count(shape_fz3d(wd, c.groups))), y6(count(shape_6hd(yd)));
+  oidhw_to_fz3d(wf.data(), fz.data(), wd, c.groups, 4);
   ncdhw_to_6hd(yf.data(), y6.data(), yd, 4);
   ParaDict para = para_for(c, true);
   para.res_dtype.reset();  // TBE default: float16
-  Problem p = make_backprop_input_problem(shape_fz3d(wd, 1), DType::kFloat32, shape_6hd(yd), DType::kFloat32,
-                                          {c.cout, c.cin, c.k[0], c.k[1], c.k[2]},
+  Problem p = make_backprop_input_problem(shape_fz3d(wd, c.groups), DType::kFloat32, shape_6hd(yd), DType::kFloat32,
+                                          {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
                                           {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para, {c.cin}, DType::kFloat32);
   ASSERT_EQ(p.res_dtype, DType::kFloat16);
   auto k = compile(p);
+  EXPECT_EQ(k->schedule_name(), want_schedule);
   std::vector<uint16_t> out(count(p.dx_shape()));
   k->run_dense({fz.data(), y6.data(), bf.data()}, out.data());
   auto ref = test::ref_dx(g, w, dy);
@@ -203,8 +214,10 @@ TEST(KernelExtras, BackpropInputBiasAndFloat16Result) {
   ncdhw_from_6hd(out.data(), dx.data(), xd, 2);
   int mismatches = 0;
   for (size_t i = 0; i < ref.size(); ++i) mismatches += dx[i] != float_to_half((float)ref[i]);
-  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(mismatches, 0) << c.name;
 }
+
+TEST(KernelExtras, BackpropInputBiasAndFloat16Result) { check_bias_float16(kCases[2], "dx_tiled"); }
 
 /** dW of case `c` (random fp32 data) compiled for `threads` threads with `schedule`. */
 std::vector<float> dw_with_threads(const Case& c, const std::string& schedule, int threads) {
@@ -309,6 +322,74 @@ TEST(KernelExtras, DxCoutLanesDispatch) {
       if (why.empty() && first.empty()) first = sched;
     EXPECT_EQ(first, want) << name;
   }
+}
+
+// Depthwise: each real group (and kd, with fewer groups than threads) belongs to one thread, and
+// no reduction is split, so 1 and 2 threads give bit-identical results.
+TEST(KernelExtras, DiagThreadCountDoesNotChangeResults) {
+  for (const char* name : {"depthwise", "dwise_c16", "dwise_c64_strided", "dwise_mult2"}) {
+    const Case& c = case_named(name);
+    EXPECT_EQ(dw_with_threads(c, "dw_diag", 1), dw_with_threads(c, "dw_diag", 2)) << name;
+    EXPECT_EQ(dx_with_threads(c, "dx_diag", 1), dx_with_threads(c, "dx_diag", 2)) << name;
+  }
+}
+
+/** Why `schedule` does not apply to dW / dX of case `c` ("" if it does). */
+std::string why_not(const Case& c, const std::string& schedule, bool dx) {
+  const ConvGeometry g = geometry(c);
+  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  Problem p = dx ? make_backprop_input_problem(shape_fz3d(wd, c.groups), DType::kFloat32,
+                                               shape_6hd(yd), DType::kFloat32,
+                                               {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                               {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true))
+                 : make_backprop_filter_problem(shape_6hd(xd), DType::kFloat32, shape_6hd(yd),
+                                                DType::kFloat32, {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
+                                                para_for(c, false));
+  for (const auto& [name, why] : explain_schedules(p))
+    if (name == schedule) return why;
+  ADD_FAILURE() << "no schedule " << schedule;
+  return "?";
+}
+
+// The diagonal dX with bias, a float16 result and padding lanes (24 channels).
+TEST(KernelExtras, DiagBiasAndFloat16Result) {
+  check_bias_float16(case_named("dwise_c24_dilated"), "dx_diag");
+  check_bias_float16(case_named("dwise_c8_mult2_strided"), "dx_diag");
+}
+
+// The diagonal schedules apply exactly to cin_pg == 1 (any channel multiplier) and say why not
+// otherwise; "auto" picks them for depthwise problems.
+TEST(KernelExtras, DiagDispatch) {
+  for (const char* name : {"depthwise", "dwise_c16", "dwise_c64_strided", "dwise_c24_dilated",
+                           "dwise_mult2", "dwise_c8_mult2_strided"}) {
+    EXPECT_EQ(why_not(case_named(name), "dw_diag", false), "") << name;
+    EXPECT_EQ(why_not(case_named(name), "dx_diag", true), "") << name;
+  }
+  // Dense-grouped (5 and 8 input channels per group) and plain problems are rejected.
+  for (const char* name : {"grouped_mag4", "grouped_multi_real_g"}) {
+    EXPECT_NE(why_not(case_named(name), "dw_diag", false).find("block-diagonal"), std::string::npos) << name;
+    EXPECT_NE(why_not(case_named(name), "dx_diag", true).find("block-diagonal"), std::string::npos) << name;
+  }
+  EXPECT_NE(why_not(case_named("plain"), "dw_diag", false).find("dense"), std::string::npos);
+  EXPECT_NE(why_not(case_named("plain"), "dx_diag", true).find("dense"), std::string::npos);
+  // One input channel, 16 outputs (groups 1): 1 of 16 lanes would be a group; dw_cout_lanes
+  // fills its lanes with output channels instead.
+  EXPECT_NE(why_not(case_named("few_cin1_split"), "dw_diag", false).find("dw_cout_lanes"), std::string::npos);
+  // The e2_depthwise workload: auto chooses them.
+  const Case e2{"e2", 2, 64, 64, 64, {8, 28, 28}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}};
+  const ConvGeometry g = geometry(e2);
+  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 wd{g.cout, 1, 3, 3, 3};
+  EXPECT_EQ(compile(make_backprop_filter_problem(shape_6hd(xd), DType::kFloat32, shape_6hd(yd),
+                                                 DType::kFloat32, {64, 3, 1, 3, 3}, para_for(e2, false)))
+                ->schedule_name(),
+            "dw_diag");
+  EXPECT_EQ(compile(make_backprop_input_problem(shape_fz3d(wd, 64), DType::kFloat32, shape_6hd(yd),
+                                                DType::kFloat32, {64, 1, 3, 3, 3}, {2, 8, 28, 28, 64},
+                                                para_for(e2, true)))
+                ->schedule_name(),
+            "dx_diag");
 }
 
 }  // namespace

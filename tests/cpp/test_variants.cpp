@@ -27,6 +27,9 @@ const Case kCases[] = {
     {"plain", 2, 32, 48, 1, {4, 6, 9}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     {"odd_strided", 1, 20, 37, 1, {5, 7, 11}, {2, 3, 2}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
     {"grouped", 2, 48, 48, 3, {3, 4, 13}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 1, 1}},
+    // Depthwise (dw_diag / dx_diag): plain, and multiplier 2 with strides and odd sizes.
+    {"depthwise", 2, 32, 32, 32, {3, 8, 12}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"depthwise_mult2", 1, 24, 48, 24, {4, 9, 11}, {2, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 1, 2, 0}},
 };
 
 ConvGeometry geometry(const Case& c) {
@@ -79,8 +82,15 @@ int check_variants(const Problem& p, const std::string& schedule,
 
 class VariantTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
 
+void check_dw(int ci, DType dtype, const std::string& schedule);
+void check_dx(int ci, DType dtype, const std::string& schedule);
+
 TEST_P(VariantTest, DwTiledMatchesReference) {
   const auto& [ci, dtype] = GetParam();
+  check_dw(ci, dtype, "dw_tiled");
+}
+
+void check_dw(int ci, DType dtype, const std::string& schedule) {
   const Case& c = kCases[ci];
   const ConvGeometry g = geometry(c);
   auto x = random_eighths(numel(x_dims(g)), 1 + ci);
@@ -94,7 +104,7 @@ TEST_P(VariantTest, DwTiledMatchesReference) {
   Problem p = make_backprop_filter_problem(shape_6hd(x_dims(g)), dtype, shape_6hd(y_dims(g)), dtype,
                                            {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]}, para);
   const Dims5 wd = w_dims(g);
-  check_variants(p, "dw_tiled", {x6.data(), y6.data()}, test::ref_dw(g, x, dy),
+  check_variants(p, schedule, {x6.data(), y6.data()}, test::ref_dw(g, x, dy),
                  [&](const std::vector<float>& out) {
                    std::vector<float> w(numel(wd));
                    oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
@@ -104,6 +114,10 @@ TEST_P(VariantTest, DwTiledMatchesReference) {
 
 TEST_P(VariantTest, DxTiledMatchesReference) {
   const auto& [ci, dtype] = GetParam();
+  check_dx(ci, dtype, "dx_tiled");
+}
+
+void check_dx(int ci, DType dtype, const std::string& schedule) {
   const Case& c = kCases[ci];
   const ConvGeometry g = geometry(c);
   auto w = random_eighths(numel(w_dims(g)), 7 + ci);
@@ -119,7 +133,7 @@ TEST_P(VariantTest, DxTiledMatchesReference) {
                                           dtype, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
                                           {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para);
   const Dims5 xd = x_dims(g);
-  check_variants(p, "dx_tiled", {fz.data(), y6.data()}, test::ref_dx(g, w, dy),
+  check_variants(p, schedule, {fz.data(), y6.data()}, test::ref_dx(g, w, dy),
                  [&](const std::vector<float>& out) {
                    std::vector<float> dx(numel(xd));
                    ncdhw_from_6hd(out.data(), dx.data(), xd, 4);
@@ -197,6 +211,14 @@ TEST(Variants, DxCoutLanesMatchesReference) {
                        EXPECT_EQ(again, out) << "padding lanes not zero";
                        return std::vector<double>(dx.begin(), dx.end());
                      });
+    }
+}
+
+TEST(Variants, DiagMatchesReference) {
+  for (int ci : {3, 4})
+    for (DType t : {DType::kFloat32, DType::kBFloat16}) {
+      check_dw(ci, t, "dw_diag");
+      check_dx(ci, t, "dx_diag");
     }
 }
 

@@ -64,6 +64,30 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   Expr ac0 = cin1_g == 1 && cin_valid < C0 ? min(c0, cin_valid - 1) : Expr(c0);
   a.out(c0, n, kw, kh, c1g, kd, g) = select(valid, a.acc(ac0, n, kw, kh, c1g, kd, g), 0.0f);
   constrain_shape(a.out.output_buffer(), {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+
+  // Diagonal form (cin_pg == 1): lane c0 is original group g*mag + c0, whose output channels
+  // are n = c0*mult + m of real group g. Lanes beyond the groups read a clamped channel; the
+  // output masks them like the dense form.
+  a.diag = cin_pg == 1 && cin1_g == 1;
+  if (a.diag) {
+    const int M = cout_pg;
+    a.mult = M;
+    Var m = a.m;
+    if (M == 1 && cout_g == C0) {  // channel g*16 + c0: dy's block g, read as a vector
+      a.dyd(c0, m, w, h, d, b, g) = to_f32(a.dy(c0, w, h, min(g, Co1 - 1), d, b));
+    } else {
+      a.dyd(c0, m, w, h, d, b, g) = a.dys(min(c0 * M + m, cout_g - 1), w, h, d, b, g);
+    }
+    a.accd(c0, m, kw, kh, kd, g) = 0.0f;
+    a.accd(c0, m, kw, kh, kd, g) +=
+        a.dyd(c0, m, rwo, rho, rdo, rb, g) *
+        a.xs(c0, rwo * sw + kw * dw, rho * sh + kh * dh, 0, rdo * sd + kd * dd, rb, g);
+    a.outd = Func("out");
+    a.outd(c0, n, kw, kh, c1g, kd, g) =
+        select(valid, a.accd(c0, n % M, kw, kh, kd, g), 0.0f);
+    constrain_shape(a.outd.output_buffer(),
+                    {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+  }
   return a;
 }
 

@@ -73,22 +73,25 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
       a.dys(rn, ow, oh, od, b, gi) * a.wz(c0, c1g_i, rn, rkw, rkh, rkd, gi);
 
-  Expr val = a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b);
-  if (p.has_bias) {
-    Expr c = c1 * C0 + c0;
-    val += select(c < Cin, to_f32(a.bias(min(c, Cin - 1))), 0.0f);
-  }
-  a.dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = from_f32(val, halide_type(p.res_dtype));
-
-  // Back from the phase frame: w + pl = qw*sw + pw.
+  // Back from the phase frame: w + pl = qw*sw + pw. A phase is written t - (t / s) * s, clamped
+  // to [0, s) (equal to t % s for t >= 0): Halide narrows its bounds to one value for one t (not
+  // those of %), so a schedule can compute the phase frame per output slice or row without
+  // computing every phase of it.
   Expr tw = w + pl, th = h + pt, td = d + pf;
-  // A phase is written t - (t / s) * s, clamped to [0, s) (equal to t % s for t >= 0): Halide
-  // narrows its bounds to one value for one t (not those of %), so a schedule can compute the
-  // phase frame per output slice or row without computing every phase of it.
   auto phase = [](Expr t, int s) { return clamp(t - (t / s) * s, 0, s - 1); };
-  a.out(c0, w, h, c1, d, b) =
-      a.dxp(c0, tw / sw, phase(tw, sw), th / sh, phase(th, sh), td / sd, phase(td, sd), c1, b);
-  constrain_shape(a.out.output_buffer(), p.x_shape());
+  // The output stages over an accumulator: bias, cast, back from the phase frame.
+  auto tail = [&](Func acc, Func dxp, Func out) {
+    Expr val = acc(c0, qw, pw, qh, ph, qd, pd, c1, b);
+    if (p.has_bias) {
+      Expr c = c1 * C0 + c0;
+      val += select(c < Cin, to_f32(a.bias(min(c, Cin - 1))), 0.0f);
+    }
+    dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = from_f32(val, halide_type(p.res_dtype));
+    out(c0, w, h, c1, d, b) =
+        dxp(c0, tw / sw, phase(tw, sw), th / sh, phase(th, sh), td / sd, phase(td, sd), c1, b);
+    constrain_shape(out.output_buffer(), p.x_shape());
+  };
+  tail(a.acc, a.dxp, a.out);
 
   // The same output read at the valid lanes only (see DxAlgorithm::out_lanes). With cin1_g == 1
   // and fewer than 16 valid lanes, real_g is 1 (mag_factor * cin_pg is a multiple of 16 otherwise),
@@ -100,6 +103,40 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     a.out_lanes(c0, w, h, c1, d, b) =
         select(c0 < a.cin_valid, v, cast(halide_type(p.res_dtype), 0));
     constrain_shape(a.out_lanes.output_buffer(), p.x_shape());
+  }
+
+  // Diagonal form (cin_pg == 1): lane c0 of block c1 (= real group) is original group
+  // c1*mag + c0, fed by output channels n = c0*mult + m only; wz is 0 for every other n, so
+  // leaving those terms out changes no sum. Lanes beyond the groups get weight 0.
+  a.diag = cin_pg == 1 && cin1_g == 1;
+  if (a.diag) {
+    const int M = cout_pg;
+    a.mult = M;
+    Var m = a.m;
+    Expr nn = min(c0 * M + m, cout_g - 1);
+    a.wd(c0, m, kw, kh, kd, g) = select(c0 < mag, a.wz(c0, 0, nn, kw, kh, kd, g), 0.0f);
+    if (M == 1 && cout_g == C0) {  // channel g*16 + c0: dy's block g, read as a vector
+      Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
+      Expr v = a.dy(c0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(g, Co1 - 1),
+                    clamp(d, 0, Do - 1), b);
+      a.dyd(c0, m, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
+    } else {
+      a.dyd(c0, m, w, h, d, b, g) = a.dys(nn, w, h, d, b, g);
+    }
+    a.rd = RDom(0, M, 0, Kw, 0, Kh, 0, Kd, "rd");
+    RVar sm = a.rd[0], skw = a.rd[1], skh = a.rd[2], skd = a.rd[3];
+    Expr dpred = cast<bool>(1);
+    if (sw > 1) dpred = dpred && (pw - skw * dw) % sw == 0;
+    if (sh > 1) dpred = dpred && (ph - skh * dh) % sh == 0;
+    if (sd > 1) dpred = dpred && (pd - skd * dd) % sd == 0;
+    if (a.strided) a.rd.where(dpred);
+    Expr dow = qw + (pw - skw * dw) / sw, doh = qh + (ph - skh * dh) / sh,
+         dod = qd + (pd - skd * dd) / sd;
+    a.accd(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
+    a.accd(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
+        a.dyd(c0, sm, dow, doh, dod, b, c1) * a.wd(c0, sm, skw, skh, skd, c1);
+    a.outd = Func("out");
+    tail(a.accd, a.dxpd, a.outd);
   }
   return a;
 }

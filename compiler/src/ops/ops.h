@@ -24,6 +24,18 @@ struct DwAlgorithm {
   Halide::RDom r;         ///< (wo, ho, do, b)
   Halide::Var c0{"c0"}, n{"n"}, kw{"kw"}, kh{"kh"}, c1g{"c1g"}, kd{"kd"}, g{"g"};
   Halide::Var w{"w"}, h{"h"}, d{"d"}, b{"b"};
+
+  /** Diagonal form, defined only when `diag` (one input channel per original group, cin_pg == 1,
+   * so cin1_g == 1): input lane c0 pairs only with output channels n = c0*mult + m of its own
+   * group, m < mult = cout_pg. The same sums as acc restricted to those entries; a schedule that
+   * uses it calls use_diag(), which makes `out` read accd (every other entry exactly 0). */
+  bool diag = false;
+  int mult = 1;                  ///< cout_pg: output channels per input channel
+  Halide::Func dyd{"dyd"};       ///< (c0, m, wo, ho, do, b, g) fp32, channel c0*mult + m of real group g
+  Halide::Func accd{"accd"};     ///< (c0, m, kw, kh, kd, g) sum over r
+  Halide::Func outd;             ///< out's definition reading accd (named "out" too)
+  Halide::Var m{"m"};
+  void use_diag() { out = outd; }
 };
 
 struct DxAlgorithm {
@@ -46,6 +58,21 @@ struct DxAlgorithm {
   bool strided = false;       ///< any stride > 1: out gathers from dxp; else out reads acc directly
   Halide::Var c0{"c0"}, qw{"qw"}, pw{"pw"}, qh{"qh"}, ph{"ph"}, qd{"qd"}, pd{"pd"}, c1{"c1"},
       b{"b"}, n{"n"}, kw{"kw"}, kh{"kh"}, kd{"kd"}, g{"g"}, w{"w"}, h{"h"}, d{"d"}, c1g{"c1g"};
+
+  /** Diagonal form, defined only when `diag` (cin_pg == 1, so cin1_g == 1 and c1 is the real
+   * group): input lane c0 receives only output channels n = c0*mult + m, m < mult = cout_pg.
+   * The same sum as acc without the terms whose weight is exactly 0 (same order: m, kw, kh, kd
+   * with m innermost). A schedule that uses it calls use_diag(): dxp and out then read accd. */
+  bool diag = false;
+  int mult = 1;                 ///< cout_pg
+  Halide::Func wd{"wd"};        ///< (c0, m, kw, kh, kd, g) fp32 weight of channel c0*mult + m, 0 outside the group
+  Halide::Func dyd{"dyd"};      ///< (c0, m, w, h, d, b, g) fp32, 0 outside [0, Do) etc.
+  Halide::Func accd{"accd"};    ///< same dims as acc
+  Halide::Func dxpd{"dxpd"};    ///< dxp reading accd
+  Halide::Func outd;            ///< out reading dxpd (named "out" too)
+  Halide::RDom rd;              ///< (m, kw, kh, kd), predicated like r
+  Halide::Var m{"m"};
+  void use_diag() { dxp = dxpd, out = outd; }
 };
 
 /** The forward conv as a GEMM per real group: M = output positions, N = output channels (c0, c1),
