@@ -90,8 +90,9 @@ Estimate evaluate(const LoopNest& nest, const Machine& m);
 /** For entries the model does not price (Halide's autoschedulers, by name only). */
 Estimate unmodeled();
 
-/** A serial scalar loop over `flops` (the reference schedules): one scalar FMA per cycle at best,
- * plus every intermediate stage written to memory. */
+/** A serial scalar loop executing `flops` / 2 multiply-adds (the reference schedules: every
+ * output entry, padding lanes included, sums its whole reduction), plus its stages written to
+ * memory. */
 Estimate scalar_estimate(double flops, double pass_bytes, const Machine& m);
 
 /** Parallel efficiency of `units` whole work units over `threads`. */

@@ -99,11 +99,7 @@ class DwDiag final : public DwSchedule {
       return "only " + std::to_string(lanes_valid) + " of 16 lanes are groups: dw_cout_lanes does " +
              std::to_string(cout_lanes_work) + " lane-FMAs per tap and point, the diagonal " +
              std::to_string(diag_work);
-    const int64_t bytes = 4 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] *
-                          p.geo.kernel[2] * p.group.cout_g * 16;
-    if (bytes >= (int64_t(1) << 30))
-      return "output of " + std::to_string(bytes) + " bytes is too big to accumulate apart";
-    return "";
+    return dw_accumulator_why_not(p);
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const DwDiagTiles t = choose_dw_diag(p, ctx);

@@ -69,20 +69,11 @@ class DwCoutLanes final : public DwSchedule {
  public:
   std::string name() const override { return "dw_cout_lanes"; }
   std::string why_not(const Problem& p) const override {
-    if (p.group.cin1_g != 1)
-      return std::to_string(p.group.cin1_g) + " input blocks per real group fill c0 lanes";
-    const int cv = cin_valid(p);
-    if (cv > kMaxValidCin)
-      return std::to_string(cv) + " valid input channels per block (more than " +
-             std::to_string(kMaxValidCin) + ") fill dw_tiled's c0 lanes";
+    if (std::string why = few_cin_why_not(p, kMaxValidCin, "dw_tiled"); !why.empty()) return why;
     const int64_t cout_valid = std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());
     if (cout_valid < 16)
       return "only " + std::to_string(cout_valid) + " output channels per real group: n lanes would be padding";
-    const int64_t bytes = 4 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] *
-                          p.geo.kernel[2] * p.group.cout_g * 16;
-    if (bytes >= (int64_t(1) << 30))
-      return "output of " + std::to_string(bytes) + " bytes is too big to accumulate apart";
-    return "";
+    return dw_accumulator_why_not(p);
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const FewCinTiles t = choose_tiles(p, ctx.threads);

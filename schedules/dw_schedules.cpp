@@ -158,13 +158,7 @@ Estimate dw_tiled_estimate(const Problem& p, const Context& ctx, const DwTiles& 
 class DwTiled final : public DwSchedule {
  public:
   std::string name() const override { return "dw_tiled"; }
-  std::string why_not(const Problem& p) const override {
-    const int64_t bytes = 4 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] *
-                          p.geo.kernel[2] * p.group.cin1_g * p.group.cout_g * 16;
-    if (bytes >= (int64_t(1) << 30))
-      return "output of " + std::to_string(bytes) + " bytes is too big to accumulate apart";
-    return "";
-  }
+  std::string why_not(const Problem& p) const override { return dw_accumulator_why_not(p); }
   std::string describe(const Problem& p, const Context& ctx) const override {
     DwTiles t = choose_dw_tiles(p, ctx);
     std::ostringstream s;
@@ -290,9 +284,12 @@ class DwReference final : public DwSchedule {
     return "every stage computed at root, serial, scalar: a second opinion for tests";
   }
   Estimate estimate(const Problem& p, const Context& ctx) const override {
-    const double out_bytes = 4.0 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] *
-                             p.geo.kernel[2] * p.group.cin1_g * p.group.cout_g * 16;
-    return scalar_estimate(p.geo.flops(), 2 * out_bytes, Machine::of(ctx.target));
+    // Every output entry (padding lanes too) sums the whole reduction, one scalar at a time.
+    const ConvGeometry& g = p.geo;
+    const double out_elems = double(p.group.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] *
+                             p.group.cin1_g * p.group.cout_g * 16;
+    const double macs = out_elems * g.n * g.out[0] * g.out[1] * g.out[2];
+    return scalar_estimate(2 * macs, 8 * out_elems, Machine::of(ctx.target));
   }
   void apply(ops::DwAlgorithm& a, const Problem&, const Context&) const override {
     // xs stays inline: its padded box can be far larger than x (huge pads and strides). The

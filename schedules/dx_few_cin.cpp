@@ -71,12 +71,8 @@ class DxCoutLanes final : public DxSchedule {
  public:
   std::string name() const override { return "dx_cout_lanes"; }
   std::string why_not(const Problem& p) const override {
-    if (p.group.cin1_g != 1)
-      return std::to_string(p.group.cin1_g) + " input blocks per real group fill c0 lanes";
+    if (std::string why = few_cin_why_not(p, kMaxValidCin, "dx_tiled"); !why.empty()) return why;
     const int cv = cin_valid(p);
-    if (cv > kMaxValidCin)
-      return std::to_string(cv) + " valid input channels per block (more than " +
-             std::to_string(kMaxValidCin) + ") fill dx_tiled's c0 lanes";
     // Lanes doing useful work: cout_valid / cout_g here, cv / 16 in dx_tiled; ask for twice.
     const int64_t cout_valid = std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());
     if (cout_valid * 16 < 2 * cv * p.group.cout_g)

@@ -183,8 +183,13 @@ class DxReference final : public DxSchedule {
     return "every stage computed at root, serial, scalar: a second opinion for tests";
   }
   Estimate estimate(const Problem& p, const Context& ctx) const override {
-    const double dx_bytes = 4.0 * p.geo.n * p.geo.in[0] * p.geo.in[1] * p.geo.in[2] * p.geo.cin1() * 16;
-    return scalar_estimate(p.geo.flops(), 3 * dx_bytes, Machine::of(ctx.target));
+    // Every dx entry (padding lanes too) sums its phase's taps over cout_g, one scalar at a time.
+    const ConvGeometry& g = p.geo;
+    const double dx_elems = double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
+    const double taps = std::max(1.0, double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
+                                          double(g.stride[0] * g.stride[1] * g.stride[2]));
+    return scalar_estimate(2 * dx_elems * p.group.cout_g * taps, 12 * dx_elems,
+                           Machine::of(ctx.target));
   }
   void apply(ops::DxAlgorithm& a, const Problem&, const Context&) const override {
     a.wz.compute_root();

@@ -183,8 +183,11 @@ class FwdReference final : public FwdSchedule {
     return "weights and output at root, x read in place, serial, scalar: a second opinion for tests";
   }
   Estimate estimate(const Problem& p, const Context& ctx) const override {
-    const double y_bytes = 4.0 * p.geo.n * p.geo.out[0] * p.geo.out[1] * p.geo.out[2] * p.geo.cout1() * 16;
-    return scalar_estimate(p.geo.flops(), 2 * y_bytes, Machine::of(ctx.target));
+    // Every y entry (padding lanes too) sums cin_g x taps, one scalar at a time.
+    const ConvGeometry& g = p.geo;
+    const double y_elems = double(g.n) * g.out[0] * g.out[1] * g.out[2] * g.cout1() * 16;
+    return scalar_estimate(2 * y_elems * p.group.cout_g * g.kernel[0] * g.kernel[1] * g.kernel[2],
+                           8 * y_elems, Machine::of(ctx.target));
   }
   void apply(ops::FwdAlgorithm& a, const Problem&, const Context&) const override {
     // xs stays inline: its padded box can be far larger than x (huge pads and strides).

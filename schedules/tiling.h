@@ -2,6 +2,7 @@
 /** Small helpers shared by the schedule families. */
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "tbex/problem.h"
 
@@ -19,12 +20,35 @@ inline int cin_valid(const Problem& p) {
   return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
 }
 
+/** "" when the first input block of a real group holds few valid lanes (at most `max_valid`):
+ * the few-input-channel schedules put output channels in the lanes instead; else why not
+ * (`dense` names the schedule whose c0 lanes are then useful). */
+inline std::string few_cin_why_not(const Problem& p, int max_valid, const std::string& dense) {
+  if (p.group.cin1_g != 1)
+    return std::to_string(p.group.cin1_g) + " input blocks per real group fill c0 lanes";
+  const int cv = cin_valid(p);
+  if (cv > max_valid)
+    return std::to_string(cv) + " valid input channels per block (more than " +
+           std::to_string(max_valid) + ") fill " + dense + "'s c0 lanes";
+  return "";
+}
+
+/** "" when dW's fp32 output fits an accumulator held apart from it (under 1 GiB), else why not. */
+inline std::string dw_accumulator_why_not(const Problem& p) {
+  const int64_t bytes = 4 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] * p.geo.kernel[2] *
+                        p.group.cin1_g * p.group.cout_g * 16;
+  if (bytes >= (int64_t(1) << 30))
+    return "output of " + std::to_string(bytes) + " bytes is too big to accumulate apart";
+  return "";
+}
+
 /** dX's stride-phase frame: positions of one phase along dim i (0 d, 1 h, 2 w), i.e. the q
- * with x + pad = q*s + phase for x in [0, in). */
+ * with x + pad = q*s + phase for x in [0, in); at least 1 (a short input with pads beyond the
+ * stride can leave phase 0 empty), so tile sizes derived from it stay positive. */
 inline int64_t phase_extent(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
   const int64_t pl = g.pads[2 * i], s = g.stride[i];
-  return (g.in[i] - 1 + pl) / s - pl / s + (pl % s == 0 ? 1 : 0);
+  return std::max<int64_t>(1, (g.in[i] - 1 + pl) / s - pl / s + (pl % s == 0 ? 1 : 0));
 }
 
 }  // namespace tbex::sched

@@ -407,8 +407,8 @@ def check_dx(raw, ref_x, geo, res_dtype, what="dX"):
 # Running tbex
 
 
-def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None):
-    """Builds and runs tbex dW for float64 data already representable in `dtype`."""
+def dw_tensors(geo, x64, dy64, dtype, para_extra=None):
+    """(placeholders x and dy, the dW result tensor, x and dy in 6HD) of tbex dW."""
     from tbex import dsl, tvm
     x6 = to_6hd(to_dtype(x64, dtype))
     dy6 = to_6hd(to_dtype(dy64, dtype))
@@ -417,6 +417,13 @@ def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None):
     res = dsl.conv3d_backprop_filter(xp, dyp, geo.dw_filter_size(), geo.dw_para(**(para_extra or {})))
     assert tuple(res.shape) == geo.dw_out_shape(), (tuple(res.shape), geo.dw_out_shape())
     assert str(res.dtype) == "float32", res.dtype
+    return xp, dyp, res, x6, dy6
+
+
+def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None):
+    """Builds and runs tbex dW for float64 data already representable in `dtype`."""
+    from tbex import dsl
+    xp, dyp, res, x6, dy6 = dw_tensors(geo, x64, dy64, dtype, para_extra)
     sch = dsl.auto_schedule(res) if schedule is None else dsl.auto_schedule(res, schedule=schedule)
     kernel = dsl.build(sch, {"name": "dw_" + (geo.name or "k"), "tensor_list": [xp, dyp, res]})
     return kernel(x6, dy6)

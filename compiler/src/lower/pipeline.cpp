@@ -75,13 +75,20 @@ std::vector<RankedChoice> rank_list(const std::vector<const S*>& reg, const Prob
       out.push_back(RankedChoice{s->name(), v, e.ms(m), e.str(m)});
     }
   }
-  // Insertion by predicted time; an entry passes an earlier one only when clearly faster.
-  std::vector<RankedChoice> ranked;
+  // Insertion by predicted time; an entry passes an earlier one only when clearly faster. The
+  // reference (a second opinion, serial and scalar) stays last: picked only when nothing else
+  // applies, whatever its estimate.
+  std::vector<RankedChoice> ranked, fallback;
   for (RankedChoice& r : out) {
+    if (r.schedule == "reference") {
+      fallback.push_back(std::move(r));
+      continue;
+    }
     auto it = ranked.begin();
     while (it != ranked.end() && !(r.ms < it->ms * (1 - kTieMargin))) ++it;
     ranked.insert(it, std::move(r));
   }
+  ranked.insert(ranked.end(), fallback.begin(), fallback.end());
   return ranked;
 }
 

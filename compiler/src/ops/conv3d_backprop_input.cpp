@@ -59,12 +59,15 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   a.r = RDom(0, cout_g, 0, Kw, 0, Kh, 0, Kd, "r");
   RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
   // Taps of phase p along one dim: (p - k*dil) % s == 0 (Halide's % is Euclidean).
-  Expr pred = cast<bool>(1);
-  if (sw > 1) pred = pred && (pw - rkw * dw) % sw == 0;
-  if (sh > 1) pred = pred && (ph - rkh * dh) % sh == 0;
-  if (sd > 1) pred = pred && (pd - rkd * dd) % sd == 0;
+  auto taps_of_phase = [&](Expr kw, Expr kh, Expr kd) {
+    Expr pred = cast<bool>(1);
+    if (sw > 1) pred = pred && (pw - kw * dw) % sw == 0;
+    if (sh > 1) pred = pred && (ph - kh * dh) % sh == 0;
+    if (sd > 1) pred = pred && (pd - kd * dd) % sd == 0;
+    return pred;
+  };
   a.strided = sd > 1 || sh > 1 || sw > 1;
-  if (a.strided) a.r.where(pred);
+  if (a.strided) a.r.where(taps_of_phase(rkw, rkh, rkd));
 
   Expr ow = qw + (pw - rkw * dw) / sw, oh = qh + (ph - rkh * dh) / sh,
        od = qd + (pd - rkd * dd) / sd;
@@ -125,11 +128,7 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     }
     a.rd = RDom(0, M, 0, Kw, 0, Kh, 0, Kd, "rd");
     RVar sm = a.rd[0], skw = a.rd[1], skh = a.rd[2], skd = a.rd[3];
-    Expr dpred = cast<bool>(1);
-    if (sw > 1) dpred = dpred && (pw - skw * dw) % sw == 0;
-    if (sh > 1) dpred = dpred && (ph - skh * dh) % sh == 0;
-    if (sd > 1) dpred = dpred && (pd - skd * dd) % sd == 0;
-    if (a.strided) a.rd.where(dpred);
+    if (a.strided) a.rd.where(taps_of_phase(skw, skh, skd));
     Expr dow = qw + (pw - skw * dw) / sw, doh = qh + (ph - skh * dh) / sh,
          dod = qd + (pd - skd * dd) / sd;
     a.accd(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
