@@ -36,8 +36,10 @@ Estimate dx_tiled_estimate(const Problem& p, const Context& ctx, const DxTiles& 
   const GroupDict& gd = p.group;
   LoopNest n;
   n.threads = ctx.threads;
-  // Per step (one output channel of one tap): ct weight vectors, qt dy broadcasts.
-  n.tile = {double(t.qt * t.ct), double(t.qt + t.ct), t.qt * t.ct, t.ct + 1, 0};
+  // Per step (one output channel of one tap): ct weight vectors, qt dy broadcasts per real
+  // group the tile's ct blocks span (each group reduces over its own dy channels).
+  const int spanned = gd.cin1_g >= t.ct ? 1 : (int)ceil_div(t.ct, gd.cin1_g);
+  n.tile = {double(t.qt * t.ct), double(t.qt * spanned + t.ct), t.qt * t.ct, t.ct + spanned, 0};
   // Each phase's positions run the taps of that phase only (the RDom predicate).
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
                       double(g.stride[0] * g.stride[1] * g.stride[2]);
@@ -93,20 +95,24 @@ DxTiles choose_dx_tiles(const Problem& p, const std::string& variant) {
   return t;
 }
 
-/** "" (the own choice) first, then per channel block count CT (a divisor of C1 up to 4) tiles
- * of 16, 12 and 8 accumulators, and the narrowest tile covering a row in as few tiles. */
+/** "" (the own choice) first, then per channel block count CT (a divisor of C1 up to 4; those
+ * keeping a tile inside one real group first) tiles of 16, 12 and 8 accumulators, and the
+ * narrowest tile covering a row in as few tiles. */
 std::vector<std::string> dx_candidates(const Problem& p) {
   const int64_t ext = qw_extent_of(p);
   std::vector<std::string> out{format_variant(
       {{"qt", choose_dx_tiles(p, "").qt}, {"ct", choose_dx_tiles(p, "").ct}}, kDxKeys)};
-  for (int ct = 4; ct >= 1; --ct) {
-    if (p.geo.cin1() % ct != 0) continue;
+  std::vector<int> cts;
+  for (bool in_group : {true, false})
+    for (int ct = 4; ct >= 1; --ct)
+      if (p.geo.cin1() % ct == 0 && (p.group.cin1_g % ct == 0) == in_group) cts.push_back(ct);
+  for (int ct : cts) {
     const int64_t qmax = std::min<int64_t>(16 / ct, ext);
     for (int64_t qt : {qmax, std::min<int64_t>(12 / ct, ext), std::min<int64_t>(8 / ct, ext),
                        ceil_div(ext, ceil_div(ext, qmax))})
       out.push_back(format_variant({{"qt", (int)std::max<int64_t>(1, qt)}, {"ct", ct}}, kDxKeys));
   }
-  out = unique_upto(out, 8);
+  out = unique_upto(out, 10);
   out[0] = "";
   return out;
 }
