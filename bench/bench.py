@@ -605,7 +605,9 @@ def ms_cell(d):
     return fmt(ms) + ("~" if noisy else "") + ("!" if starved else "")
 
 
-def row_cells(r, notes):
+def row_cells(r, notes, f32_onednn=None):
+    """One row of the main table. f32_onednn: oneDNN's f32 measurement of the same workload,
+    pass and threads, the comparison for f16 inputs where oneDNN has no f16 path (issue 3)."""
     gf = r["flops"] / 1e9
     peak = r["peak"]
 
@@ -663,7 +665,14 @@ def row_cells(r, notes):
         extra = (" " + note("torch %s %s: %s" % (r["workload"], r["pass"], p["note"]))
                  if p.get("note") else "")
         cells += [ms_cell(p) + extra, "%s (%s)" % (fmt(gfs(to_ms), 1), fmt(pk(to_ms), 1))]
-    cells.append(fmt(on_ms / tb_ms) + "x" if (on_ms and tb_ms) else "")
+    if on_ms and tb_ms:
+        cells.append(fmt(on_ms / tb_ms) + "x")
+    elif tb_ms and o is not None and o.get("unsupported") and f32_onednn and "ms" in f32_onednn:
+        cells.append(fmt(pick_ms(f32_onednn) / tb_ms) + "x " + note(
+            "%s inputs vs oneDNN's f32 time (oneDNN has no %s path for this pass on this CPU)"
+            % (r["dtype"], r["dtype"])))
+    else:
+        cells.append("")
     cells.append(fmt(to_ms / tb_ms) + "x" if (to_ms and tb_ms) else "")
     cells.append(fmt(t.get("compile_ms")) if t and "compile_ms" in t else "")
     err = t.get("rel_err") if t else None
@@ -676,8 +685,11 @@ def row_cells(r, notes):
 def render_table(rows):
     notes = []
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    f32 = {(r["workload"], r["pass"], r["threads"]): r.get("onednn") for r in rows
+           if r["dtype"] == "f32"}
     for r in rows:
-        lines.append("| " + " | ".join(row_cells(r, notes)) + " |")
+        lines.append("| " + " | ".join(
+            row_cells(r, notes, f32.get((r["workload"], r["pass"], r["threads"])))) + " |")
     return "\n".join(lines + footnotes(notes))
 
 
@@ -762,13 +774,31 @@ def count_flagged(rows):
     return n
 
 
+def rerender(src, out):
+    """RESULTS.md's main part again from a run's raw results (bench/build/results.json): the
+    command, machine and times are the run's own; the date line says when it was rendered."""
+    d = json.loads(Path(src).read_text())
+    rows = d["rows"]
+    autos = [a for a in HALIDE_AUTO if any(a in (r.get("halide") or {}) for r in rows)]
+    auto_dtypes = sorted({r["dtype"] for r in rows if r.get("halide")})
+    peaks = {int(k): v for k, v in d["peaks"].items()}
+    measured = {int(k): v for k, v in d["peaks_measured"].items()}
+    write_results(out, d["command"], d["machine"], peak_text(peaks, measured),
+                  rows, d.get("elapsed_s", 0.0), None, d.get("waited_s", 0.0), autos,
+                  auto_dtypes, rendered=d.get("date", "?"))
+    print("wrote %s from %s" % (out, src))
+
+
 def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0.0, autos=(),
-                  auto_dtypes=()):
+                  auto_dtypes=(), rendered=None):
+    """rendered: the run's date when the table is rendered again from raw results (--from-json)."""
     text = [
         "# tbex benchmark results",
         "",
         "Command: `%s`  " % " ".join(shlex.quote(a) for a in argv),
-        "Date: %s; run took %.0f s  " % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), elapsed),
+        ("Date: %s; run took %.0f s  " % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), elapsed)
+         if not rendered else "Date: %s; run took %.0f s (table rendered again %s from its raw "
+         "results)  " % (rendered, elapsed, time.strftime("%Y-%m-%d %H:%M:%S %Z"))),
         "Machine: %s  " % machine,
         "Measured FP32 FMA peak (bench/peak.cpp): %s  " % peak_s,
         "Core availability: waited %.0f s for free cores; %d measurement(s) flagged `!`"
@@ -904,8 +934,13 @@ def main(argv=None):
                     help="markdown report (default bench/RESULTS.md; '' = none)")
     ap.add_argument("--json", default=str(BUILD / "results.json"), help="raw results")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the C++ helpers")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="measure nothing: render --out again from the raw results of a run")
     args = ap.parse_args(argv)
     STAT["use"] = args.stat
+    if args.from_json:
+        rerender(args.from_json, args.out)
+        return
     start = time.perf_counter()
 
     wl_file = find_workloads_file(args.workloads_file)
@@ -1015,7 +1050,8 @@ def main(argv=None):
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(
-            {"command": cmd, "machine": machine, "peaks": peaks,
+            {"command": cmd, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine,
+             "peaks": peaks,
              "peaks_measured": peaks_measured, "rows": rows,
              "elapsed_s": elapsed, "waited_s": avail.waited}, indent=1, default=str))
     if args.out:

@@ -47,10 +47,11 @@ def main():
             case = bench.TbexCase(w, pass_, "f32", data)
             problem = case.kernel.problem
             r = _C.tune(problem, args.max_candidates, args.tune_sec, True)
-            # The untuned choice: the registry's first applicable schedule, its own tile (the
-            # first candidate), compiled by name so an existing database entry does not count.
+            # The untuned choice: the cost model's pick (the first candidate), compiled by name
+            # so an existing database entry does not count.
             first = r["candidates"][0]["schedule"]
-            default_k = _C.compile(problem, first, "")
+            first_variant = r["candidates"][0]["variant"]
+            default_k = _C.compile(problem, first, first_variant)
             tuned_k = _C.compile(problem, r["schedule"], r["variant"])
             outs = [np.empty_like(case.out), np.empty_like(case.out)]
             inputs = list(case.inputs)
@@ -60,7 +61,7 @@ def main():
             d_ms = min(d_ms, time_default()["ms"])  # again, around it: drift on a shared machine
             # Another tile sums in another order: compare relative to the largest value.
             ok = np.abs(outs[0] - outs[1]).max() <= 1e-5 * max(np.abs(outs[0]).max(), 1e-30)
-            rows.append((name, pass_, first, d_ms, r["schedule"], r["variant"] or "(own)",
+            rows.append((name, pass_, first + (" [%s]" % first_variant if first_variant else ""), d_ms, r["schedule"], r["variant"] or "(own)",
                          t_ms, d_ms / t_ms, len(r["candidates"])))
             print("%s %s: default %s %.2f ms, tuned %s [%s] %.2f ms (%.2fx, %d candidates)%s"
                   % (name, pass_, first, d_ms, r["schedule"], r["variant"], t_ms, d_ms / t_ms,

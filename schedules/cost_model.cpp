@@ -69,7 +69,9 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   const double per_thread = std::max(1, n.threads) * e.balance;
   e.compute = compute_total / per_thread;
   e.memory = memory_total / per_thread;
-  e.passes = (n.pass_bytes / m.copy_bytes_per_cycle + n.pass_ops / m.issue) / std::max(1, n.threads);
+  // Passes over more than the L3 holds stream from DRAM.
+  const double pass_bw = n.pass_bytes > m.l3 ? m.dram_bw : m.copy_bytes_per_cycle;
+  e.passes = (n.pass_bytes / pass_bw + n.pass_ops / m.issue) / std::max(1, n.threads);
   e.lane_use = n.lane_use;
   e.cycles = std::max(e.compute, e.memory) + e.passes;
   return e;

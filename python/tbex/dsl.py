@@ -126,8 +126,9 @@ def auto_schedule(res, schedule: str = "auto", tune: bool = False, variant: str 
     ``"auto"`` uses the tuning database's entry for the problem when there is one (see
     ``tbex.knobs``: TBEX_TUNING_DB, TBEX_TUNE), else the schedule and tile variant the analytic
     cost model ranks first (``Schedule.rank()`` lists the ranking).
-    ``tune=True`` times every applicable schedule and tile variant now (up to ``max_candidates``
-    variants per schedule, about ``seconds`` each), stores the fastest in the tuning database
+    ``tune=True`` times the applicable schedules and tile variants now, in the cost model's order
+    (up to ``max_candidates`` variants per schedule, about ``seconds`` each), stores the fastest in
+    the tuning database
     and schedules with it; ``schedule.tuning`` holds every candidate's time. ``variant`` picks a
     tile variant of a named schedule (``Schedule.candidates`` lists them)."""
     if isinstance(res, (list, tuple)):
