@@ -134,6 +134,7 @@ void define_kernel(pyb::module_& m) {
   pyb::class_<Kernel, std::shared_ptr<Kernel>>(m, "Kernel")
       .def_property_readonly("problem", [](const Kernel& k) { return k.problem(); })
       .def_property_readonly("schedule", &Kernel::schedule_name)
+      .def_property_readonly("threads", &Kernel::threads)
       .def_property_readonly("variant", &Kernel::variant)
       .def("run", &run_kernel, pyb::arg("inputs"), pyb::arg("out"),
            "Runs on numpy arrays / DLPack tensors; writes `out` in place.");

@@ -326,6 +326,29 @@ TEST(KernelExtras, DxCoutLanesDispatch) {
 
 // Depthwise: each real group (and kd, with fewer groups than threads) belongs to one thread, and
 // no reduction is split, so 1 and 2 threads give bit-identical results.
+// A kernel compiled for 2 threads and run after set_num_threads(1) runs the 1-thread plan (the
+// same request compiled for 1 thread), with the same result as a kernel compiled at 1 thread.
+TEST(KernelExtras, RunFollowsTheThreadCountSetAfterCompile) {
+  const Case& c = case_named("plain");
+  const ConvGeometry g = geometry(c);
+  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  std::vector<float> x6(count(shape_6hd(xd)), 0.5f), y6(count(shape_6hd(yd)), 0.25f);
+  Problem p = make_backprop_filter_problem(shape_6hd(xd), DType::kFloat32, shape_6hd(yd), DType::kFloat32,
+                                           {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]}, para_for(c, false));
+  const int saved = num_threads();
+  set_num_threads(2);
+  auto two = compile(p);
+  EXPECT_EQ(two->threads(), 2);
+  set_num_threads(1);
+  std::vector<float> a(count(p.dw_shape())), b(a.size());
+  two->run_dense({x6.data(), y6.data()}, a.data());
+  auto one = compile(p);
+  EXPECT_EQ(one->threads(), 1);
+  one->run_dense({x6.data(), y6.data()}, b.data());
+  set_num_threads(saved);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+}
+
 TEST(KernelExtras, DiagThreadCountDoesNotChangeResults) {
   for (const char* name : {"depthwise", "dwise_c16", "dwise_c64_strided", "dwise_mult2"}) {
     const Case& c = case_named(name);

@@ -37,6 +37,10 @@ class Kernel {
   virtual const std::string& schedule_name() const = 0;
   /** The tile variant the kernel was compiled with ("" = the schedule's own choice). */
   virtual const std::string& variant() const = 0;
+  /** The thread count its schedule was planned for (num_threads() at compile time). run() at
+   * another num_threads() runs the same problem and request planned for that count instead
+   * (compiled on first use, then cached): set_num_threads after compile takes effect. */
+  virtual int threads() const = 0;
   /** inputs: dW: {x, dy}; dX: {filter, dy} or {filter, dy, bias}; forward: {x, filter}. Shapes
    * and dtypes are checked against the problem (UserError naming the operand otherwise).
    * Thread-safe. */

@@ -182,6 +182,11 @@ std::string fix_float16(std::string src, const std::string& name) {
                            "tbex_from_half_bits<$1, $2>(");
   src = std::regex_replace(src, std::regex(R"(\b(float16_t(\d+))_ops::convert_from<float\d+>\()"),
                            "tbex_to_half_bits<$1, $2>(");
+  // A prefetch of an fp16 buffer: Halide declares its (unused) value with the buffer's element
+  // type, `float16_t _7 = (__builtin_prefetch(...), 0);`, which no half type can be
+  // initialized from; the value is an int.
+  src = std::regex_replace(src, std::regex(R"(\bfloat16_t (_\w+) = \(__builtin_prefetch\()"),
+                           "int $1 = (__builtin_prefetch(");
   // Anything else converting fp16 vectors would now see integers: refuse rather than miscompute.
   internal_check(!std::regex_search(src, std::regex(R"(convert_from<float16_t\d+>|float16_t\d+_ops::convert_from)")),
                  "C++ source of " + name + " converts fp16 vectors to a type tbex's prelude does not handle");

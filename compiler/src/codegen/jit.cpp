@@ -133,15 +133,18 @@ void dump_stmt(const Problem& p, lower::Lowered& lowered) {
 
 class JitKernel final : public Kernel {
  public:
-  /** In memory: a Halide::Callable. */
-  JitKernel(Problem p, lower::Lowered& lowered)
-      : problem_(std::move(p)), schedule_(lowered.schedule), variant_(lowered.variant) {
+  /** In memory: a Halide::Callable. `requested`: what compile() was asked for; `threads`: the
+   * thread count the schedule was planned for. */
+  JitKernel(Problem p, lower::Lowered& lowered, CompileOptions requested, int threads)
+      : problem_(std::move(p)), schedule_(lowered.schedule), variant_(lowered.variant),
+        requested_(std::move(requested)), threads_(threads) {
     callable_ = lowered.pipeline.compile_to_callable(lowered.args, lower::host_target());
   }
   /** From the disk cache: a loaded .so; its runtime's handlers are pointed at tbex's. */
-  JitKernel(Problem p, const lower::Lowered& lowered, std::shared_ptr<disk::Library> lib)
+  JitKernel(Problem p, const lower::Lowered& lowered, CompileOptions requested, int threads,
+            std::shared_ptr<disk::Library> lib)
       : problem_(std::move(p)), schedule_(lowered.schedule), variant_(lowered.variant),
-        lib_(std::move(lib)) {
+        requested_(std::move(requested)), threads_(threads), lib_(std::move(lib)) {
     lib_->set_do_par_for(reinterpret_cast<void*>(&so_do_par_for));
     lib_->set_error_handler(reinterpret_cast<void*>(&so_on_error));
   }
@@ -149,8 +152,17 @@ class JitKernel final : public Kernel {
   const Problem& problem() const override { return problem_; }
   const std::string& schedule_name() const override { return schedule_; }
   const std::string& variant() const override { return variant_; }
+  int threads() const override { return threads_; }
 
   void run(const std::vector<TensorArg>& inputs, const TensorArg& output) const override {
+    // Planned for another thread count than the pool has now (set_num_threads after compile):
+    // run the kernel planned for this one (compiled on first use, then cached), so a kernel
+    // always runs as tiled for the threads it gets (a 2-thread dW split run on 1 thread staged
+    // its inputs twice).
+    if (const int now = num_threads(); now != threads_) {
+      compile(problem_, requested_)->run(inputs, output);
+      return;
+    }
     const auto shapes = problem_.input_shapes();
     const auto dtypes = problem_.input_dtypes();
     const auto names = problem_.input_names();
@@ -196,6 +208,8 @@ class JitKernel final : public Kernel {
   Problem problem_;
   std::string schedule_;
   std::string variant_;
+  CompileOptions requested_;
+  int threads_ = 1;
   Halide::Callable callable_;
   std::shared_ptr<disk::Library> lib_;
 };
@@ -218,7 +232,7 @@ disk::Fields key_fields(const Problem& p, const CompileOptions& options, const l
 }
 
 std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const CompileOptions& options,
-                                           int threads) {
+                                           int threads, const CompileOptions& requested) {
   lower::Lowered lowered =
       lower::lower(problem, options.schedule, threads, lower::host_target(), options.variant);
   dump_stmt(problem, lowered);
@@ -231,8 +245,8 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const Compile
   emit.runtime = [](const std::string& obj) { Halide::compile_standalone_runtime(obj, so_target()); };
   emit.runtime_id = so_target().to_string();
   auto lib = disk::load_or_build(key_fields(problem, options, lowered, threads), what, emit);
-  if (lib) return std::make_shared<JitKernel>(problem, lowered, std::move(lib));
-  return std::make_shared<JitKernel>(problem, lowered);
+  if (lib) return std::make_shared<JitKernel>(problem, lowered, requested, threads, std::move(lib));
+  return std::make_shared<JitKernel>(problem, lowered, requested, threads);
 }
 
 std::mutex cache_mu;
@@ -288,7 +302,8 @@ CompileOptions resolve_auto(const Problem& problem, const CompileOptions& option
   return options;
 }
 
-std::shared_ptr<const Kernel> compile_resolved(const Problem& problem, const CompileOptions& options) {
+std::shared_ptr<const Kernel> compile_resolved(const Problem& problem, const CompileOptions& options,
+                                               const CompileOptions& requested) {
   const int threads = num_threads();
   const std::string key = problem.canonical() + "|" + options.schedule + "|" + options.variant +
                           "|" + std::to_string(threads);
@@ -300,7 +315,7 @@ std::shared_ptr<const Kernel> compile_resolved(const Problem& problem, const Com
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<const Kernel> k;
   try {
-    k = build_kernel(problem, options, threads);
+    k = build_kernel(problem, options, threads, requested);
   } catch (const Halide::CompileError& e) {
     throw InternalError(std::string("Halide rejected the pipeline for ") + problem.canonical() +
                         ": " + e.what());
@@ -322,15 +337,15 @@ std::shared_ptr<const Kernel> compile_resolved(const Problem& problem, const Com
 std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptions& options) {
   validate(problem);
   const CompileOptions chosen = resolve_auto(problem, options);
-  if (chosen.schedule == options.schedule) return compile_resolved(problem, options);
+  if (chosen.schedule == options.schedule) return compile_resolved(problem, options, options);
   try {
-    return compile_resolved(problem, chosen);
+    return compile_resolved(problem, chosen, options);
   } catch (const UserError& e) {
     // A stale entry (a schedule or variant this build no longer has): the registry decides.
     if (log::enabled("dispatch"))
       log::print("dispatch", "  tuning database entry unusable (" + std::string(e.what()) +
                                  "): using the registry's choice");
-    return compile_resolved(problem, options);
+    return compile_resolved(problem, options, options);
   }
 }
 
