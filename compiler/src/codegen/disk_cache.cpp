@@ -372,7 +372,10 @@ std::shared_ptr<Library> open_library(const std::string& so, const std::string& 
   lib->argv = reinterpret_cast<int (*)(void**)>(::dlsym(h, (fn + "_argv").c_str()));
   lib->set_do_par_for = reinterpret_cast<void* (*)(void*)>(::dlsym(h, "halide_set_custom_do_par_for"));
   lib->set_error_handler = reinterpret_cast<void* (*)(void*)>(::dlsym(h, "halide_set_error_handler"));
-  if (!lib->argv || !lib->set_do_par_for || !lib->set_error_handler) {
+  lib->set_malloc = reinterpret_cast<void* (*)(void*)>(::dlsym(h, "halide_set_custom_malloc"));
+  lib->set_free = reinterpret_cast<void* (*)(void*)>(::dlsym(h, "halide_set_custom_free"));
+  if (!lib->argv || !lib->set_do_par_for || !lib->set_error_handler || !lib->set_malloc ||
+      !lib->set_free) {
     why = "missing symbol " + fn + "_argv or a runtime setter";
     return nullptr;  // ~Library closes it
   }
@@ -499,7 +502,7 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
   // Only the entry point and the runtime setters are exported: each .so keeps its own runtime.
   if (!publish_text(vers, "{ global: " + fn + "_argv; " + fn +
                               "_metadata; halide_set_custom_do_par_for; halide_set_error_handler;"
-                              " local: *; };\n"))
+                              " halide_set_custom_malloc; halide_set_custom_free; local: *; };\n"))
     return cleanup(), "cannot write in " + p.dir;
   auto t1 = Clock::now();
   std::string err;

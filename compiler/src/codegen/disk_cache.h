@@ -24,6 +24,8 @@ struct Library {
   /** The .so's own runtime's setters (halide_set_custom_do_par_for, halide_set_error_handler). */
   void* (*set_do_par_for)(void* fn) = nullptr;
   void* (*set_error_handler)(void* fn) = nullptr;
+  void* (*set_malloc)(void* fn) = nullptr;  ///< halide_set_custom_malloc
+  void* (*set_free)(void* fn) = nullptr;    ///< halide_set_custom_free
   std::string path;
   /** The descriptor the library was loaded through (/proc/self/fd/N), held open while it is
    * loaded: the dynamic loader matches already-loaded objects by that name, so N must not name

@@ -17,6 +17,7 @@
 #include "tbex/cache.h"
 #include "tbex/errors.h"
 #include "tbex/kernel.h"
+#include "tbex/scratch.h"
 #include "tbex/tune.h"
 
 namespace tbex {
@@ -30,6 +31,12 @@ struct CallContext : Halide::JITUserContext {
 void on_error(Halide::JITUserContext* ctx, const char* msg) {
   static_cast<CallContext*>(ctx)->error += msg;
 }
+
+/** Intermediate buffers come from tbex's scratch cache (no page faults per call). */
+void* jit_malloc(Halide::JITUserContext*, size_t bytes) { return scratch_alloc(bytes); }
+void jit_free(Halide::JITUserContext*, void* p) { scratch_free(p); }
+void* so_malloc(void*, size_t bytes) { return scratch_alloc(bytes); }
+void so_free(void*, void* p) { scratch_free(p); }
 
 int do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*, int, uint8_t*),
                int min, int extent, uint8_t* closure) {
@@ -147,6 +154,8 @@ class JitKernel final : public Kernel {
         requested_(std::move(requested)), threads_(threads), lib_(std::move(lib)) {
     lib_->set_do_par_for(reinterpret_cast<void*>(&so_do_par_for));
     lib_->set_error_handler(reinterpret_cast<void*>(&so_on_error));
+    lib_->set_malloc(reinterpret_cast<void*>(&so_malloc));
+    lib_->set_free(reinterpret_cast<void*>(&so_free));
   }
 
   const Problem& problem() const override { return problem_; }
@@ -194,6 +203,8 @@ class JitKernel final : public Kernel {
       CallContext ctx;
       ctx.handlers.custom_error = on_error;
       ctx.handlers.custom_do_par_for = do_par_for;
+      ctx.handlers.custom_malloc = jit_malloc;
+      ctx.handlers.custom_free = jit_free;
       Halide::JITUserContext* ctx_ptr = &ctx;
       std::vector<const void*> argv{&ctx_ptr};
       for (auto& v : views) argv.push_back(&v.buf);
