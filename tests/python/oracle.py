@@ -429,6 +429,24 @@ def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None):
     return kernel(x6, dy6)
 
 
+def ranked_schedules(geo, op, para_extra=None):
+    """The cost model's ranking (Schedule.rank()) of tbex's fp32 dW or dX for `geo`: every
+    schedule and tile variant "auto" may pick, best first."""
+    from tbex import dsl, tvm
+    zeros = lambda shape: np.zeros(shape)  # noqa: E731 (shapes only)
+    if op == "dW":
+        res = dw_tensors(geo, zeros(geo.x_shape), zeros(geo.dy_shape), "float32", para_extra)[2]
+    else:
+        fz = to_fz3d(to_dtype(zeros(geo.w_shape), "float32"), geo.groups)
+        dy6 = to_6hd(to_dtype(zeros(geo.dy_shape), "float32"))
+        extra = dict(para_extra or {}, res_dtype="float32")
+        res = dsl.conv3d_backprop_input(tvm.placeholder(fz.shape, name="filter", dtype="float32"),
+                                        tvm.placeholder(dy6.shape, name="dy", dtype="float32"),
+                                        geo.dx_filter_size(), geo.dx_input_size(),
+                                        geo.dx_para(**extra))
+    return dsl.auto_schedule(res).rank()
+
+
 def run_dx(geo, w64, dy64, dtype, res_dtype=None, schedule=None, bias=None, bias_dtype="float32",
            para_extra=None):
     """Builds and runs tbex dX. res_dtype None means: leave it out (default float16)."""

@@ -88,20 +88,6 @@ def test_public_case(case, op, dtype, res_dtype):
                    what=f"{case['case_name']} dX {dtype}->{res_dtype or 'float16'}")
 
 
-def _rank(geo, op, x, dy, w):
-    from tbex import dsl, tvm
-    if op == "dW":
-        res = O.dw_tensors(geo, x, dy, "float32")[2]
-    else:
-        fz = O.to_fz3d(O.to_dtype(w, "float32"), geo.groups)
-        dy6 = O.to_6hd(O.to_dtype(dy, "float32"))
-        res = dsl.conv3d_backprop_input(tvm.placeholder(fz.shape, name="filter", dtype="float32"),
-                                        tvm.placeholder(dy6.shape, name="dy", dtype="float32"),
-                                        geo.dx_filter_size(), geo.dx_input_size(),
-                                        geo.dx_para(res_dtype="float32"))
-    return dsl.auto_schedule(res).rank()
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c["case_name"] for c in CASES])
 @pytest.mark.parametrize("op", ["dW", "dX"])
 def test_every_schedule_auto_may_pick(case, op):
@@ -110,7 +96,7 @@ def test_every_schedule_auto_may_pick(case, op):
     geo = O.geometry_from_case(case)
     key = _key(geo)
     x, dy, w = _data(key)
-    ranked = _rank(geo, op, x, dy, w)
+    ranked = O.ranked_schedules(geo, op)
     assert ranked and ranked[-1]["schedule"] == "reference"
     assert all(r["predicted_ms"] > 0 for r in ranked)
     ref = _ref(key, op)

@@ -153,6 +153,31 @@ def test_random_dx(c):
                what=_id(c, "dX"))
 
 
+@pytest.mark.parametrize("op", ["dW", "dX"])
+@pytest.mark.parametrize("c", CASES, ids=[c["geo"].name for c in CASES])
+def test_random_every_schedule_auto_may_pick(c, op):
+    """Every schedule the cost model ranks for the geometry (own tiles; not the reference, which
+    half the cases above run) against the float64 oracle, fp32."""
+    geo = c["geo"]
+    rng = np.random.default_rng(SEED + 201 + CASES.index(c))
+    ranked = O.ranked_schedules(geo, op, _para_extra(c))
+    names = [n for n in dict.fromkeys(r["schedule"] for r in ranked) if n != "reference"]
+    assert names, ranked
+    for name in names:
+        what = "%s %s f32 %s" % (geo.name, op, name)
+        if op == "dW":
+            x = O.random_data(rng, geo.x_shape, "float32")
+            dy = O.random_data(rng, geo.dy_shape, "float32")
+            raw = O.run_dw(geo, x, dy, "float32", schedule=name, para_extra=_para_extra(c))
+            O.check_dw(raw, O.ref_dw(x, dy, geo), geo, what=what)
+        else:
+            w = O.random_data(rng, geo.w_shape, "float32")
+            dy = O.random_data(rng, geo.dy_shape, "float32")
+            raw = O.run_dx(geo, w, dy, "float32", res_dtype="float32", schedule=name,
+                           para_extra=_para_extra(c))
+            O.check_dx(raw, O.ref_dx(w, dy, geo), geo, "float32", what=what)
+
+
 def test_flops_budget():
     total = sum(c["geo"].flops() for c in CASES)
     assert total <= 25 * MAX_FLOPS
