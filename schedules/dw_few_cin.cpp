@@ -130,14 +130,7 @@ class DwCoutLanes final : public DwSchedule {
     // Few output tiles for the threads: per-thread partial sums over batch (or depth), added up.
     Func body = a.acc;
     if (t.parts > 1) {
-      RVar so("so"), si("si");
-      const bool by_batch = p.geo.n >= t.parts;
-      const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
-      body = a.acc.update()
-                 .split(by_batch ? rb : rdo, so, si, (int)((extent + t.parts - 1) / t.parts),
-                        TailStrategy::GuardWithIf)
-                 .rfactor(so, part);
-      (by_batch ? r_outer : r_mid) = si;
+      body = split_dw_reduction(a, p, t.parts, part, r_mid, r_outer);
       a.acc.compute_root().reorder_storage(n, c0).vectorize(n, 16);
       a.acc.update().reorder(n, c0).vectorize(n, 16);
     }

@@ -197,14 +197,7 @@ class DwTiled final : public DwSchedule {
     // partial sums (an rfactor), each computed with the tiled schedule, then added up.
     Func body = a.acc;
     if (t.parts > 1) {
-      RVar so("so"), si("si");
-      const bool by_batch = p.geo.n >= t.parts;
-      const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
-      body = a.acc.update()
-                 .split(by_batch ? rb : rdo, so, si, (int)((extent + t.parts - 1) / t.parts),
-                        TailStrategy::GuardWithIf)
-                 .rfactor(so, part);
-      (by_batch ? r_outer : r_mid) = si;
+      body = split_dw_reduction(a, p, t.parts, part, r_mid, r_outer);
       a.acc.compute_root().vectorize(c0);
       a.acc.update().vectorize(c0);
     }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ops/ops.h"
 #include "tbex/problem.h"
 
 namespace tbex::sched {
@@ -40,6 +41,25 @@ inline std::string dw_accumulator_why_not(const Problem& p) {
   if (bytes >= (int64_t(1) << 30))
     return "output of " + std::to_string(bytes) + " bytes is too big to accumulate apart";
   return "";
+}
+
+/** dW with few output tiles for the threads: acc's reduction split over batch (or depth, when
+ * the batch is smaller than `parts`) into `parts` partial sums indexed by `part` (an rfactor),
+ * each computed with the schedule's tiles, then added up. Returns the Func of the partial
+ * sums; r_mid / r_outer (depth / batch loops) become the loop left inside a part. */
+inline Halide::Func split_dw_reduction(ops::DwAlgorithm& a, const Problem& p, int parts,
+                                       const Halide::Var& part, Halide::RVar& r_mid,
+                                       Halide::RVar& r_outer) {
+  Halide::RVar so("so"), si("si");
+  const bool by_batch = p.geo.n >= parts;
+  const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
+  Halide::Func body = a.acc.update()
+                          .split(by_batch ? a.r[3] : a.r[2], so, si,
+                                 (int)((extent + parts - 1) / parts),
+                                 Halide::TailStrategy::GuardWithIf)
+                          .rfactor(so, part);
+  (by_batch ? r_outer : r_mid) = si;
+  return body;
 }
 
 /** dX's stride-phase frame: positions of one phase along dim i (0 d, 1 h, 2 w), i.e. the q
