@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -16,14 +17,19 @@ Machine Machine::of(const Halide::Target& target) {
   m.vregs = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
   m.usable_vregs = m.vregs - 2;
   // Without AVX-512 the same two FMA pipes process half the lanes; cycles stay the unit.
-  auto cache = [](int name, int64_t fallback) {
-    const long v = sysconf(name);
-    return v > 0 ? int64_t(v) : fallback;
-  };
-  m.l1 = cache(_SC_LEVEL1_DCACHE_SIZE, m.l1);
-  m.l2 = cache(_SC_LEVEL2_CACHE_SIZE, m.l2);
-  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  m.l3 = std::max<int64_t>(2 << 20, cache(_SC_LEVEL3_CACHE_SIZE, m.l3 * cores) / cores);
+  // The host's cache sizes, read once (every estimate asks).
+  static const std::array<int64_t, 3> caches = [] {
+    const Machine d;
+    auto cache = [](int name, int64_t fallback) {
+      const long v = sysconf(name);
+      return v > 0 ? int64_t(v) : fallback;
+    };
+    const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    return std::array<int64_t, 3>{
+        cache(_SC_LEVEL1_DCACHE_SIZE, d.l1), cache(_SC_LEVEL2_CACHE_SIZE, d.l2),
+        std::max<int64_t>(2 << 20, cache(_SC_LEVEL3_CACHE_SIZE, d.l3 * cores) / cores)};
+  }();
+  m.l1 = caches[0], m.l2 = caches[1], m.l3 = caches[2];
   return m;
 }
 

@@ -163,15 +163,12 @@ class DwDiag final : public DwSchedule {
     n.units = p.group.real_g * (t.kd_par ? g.kernel[0] : 1);
     // Passes: padded x planes staged once, dy converted per chunk (unless read in place), the
     // whole output block written (zeros off the diagonal).
-    const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
     const double x_elems = double(g.n) * p.group.real_g * 16 * (g.in[0] + g.pads[0] + g.pads[1]) *
                            (g.in[1] + g.pads[2] + g.pads[3]) * wp;
-    const double dy_elems = double(g.n) * g.out[0] * g.out[1] * g.out[2] * g.cout1() * 16;
-    const double out_elems = double(p.group.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] *
-                             p.group.cout_g * 16;
     const bool dy_in_place = p.in_dtype == DType::kFloat32 && mult == 1;
-    n.pass_bytes = (t.stage_x ? x_elems * (in_b + 4) : 0) + (dy_in_place ? 0 : dy_elems * (in_b + 4)) +
-                   out_elems * 4;
+    const double in_b = input_bytes(p);
+    n.pass_bytes = (t.stage_x ? x_elems * (in_b + 4) : 0) +
+                   (dy_in_place ? 0 : dy_elems(p) * (in_b + 4)) + dw_out_elems(p) * 4;
     n.lane_use = lane_use_of(g.flops(), n);
     return evaluate(n, Machine::of(ctx.target));
   }
@@ -223,8 +220,6 @@ class DwDiag final : public DwSchedule {
 const std::vector<std::string> kDxDiagKeys{"qt"};
 
 /** Positions along w of one phase: w + pl = qw*sw + pw over w in [0, W). */
-int64_t qw_extent(const Problem& p) { return phase_extent(p, 2); }
-
 /** Depth chunks per (real group, batch), so that there are some 4 parallel tasks per thread
  * (each output is computed whole by one task: results do not depend on the split). */
 int depth_chunks(const Problem& p, int threads) {
@@ -235,7 +230,7 @@ int depth_chunks(const Problem& p, int threads) {
 }
 
 int choose_dx_qt(const Problem& p, const std::string& variant) {
-  const int64_t ext = qw_extent(p);
+  const int64_t ext = phase_extent(p, 2);
   // Up to 16 accumulators; a row in as few equal tiles as possible.
   int qt = (int)std::max<int64_t>(1, ceil_div(ext, ceil_div(ext, 16)));
   const VariantFields f = parse_variant(variant, kDxDiagKeys, "dx_diag");
@@ -264,7 +259,7 @@ class DxDiag final : public DxSchedule {
     return s.str();
   }
   std::vector<std::string> candidates(const Problem& p, const Context&) const override {
-    const int64_t ext = qw_extent(p);
+    const int64_t ext = phase_extent(p, 2);
     std::vector<std::string> out{""};
     for (int64_t qt : {ceil_div(ext, ceil_div(ext, 16)), std::min<int64_t>(16, ext),
                        std::min<int64_t>(12, ext), std::min<int64_t>(8, ext),
@@ -287,19 +282,14 @@ class DxDiag final : public DxSchedule {
               (int)(taps_w * mult) + 1, 0};
     n.steps_per_visit = taps_dh;
     const int64_t rows = g.n * phase_extent(p, 0) * g.stride[0] * phase_extent(p, 1) * g.stride[1];
-    const int64_t tiles = rows * p.group.real_g * g.stride[2] * ceil_div(qw_extent(p), qt);
+    const int64_t tiles = rows * p.group.real_g * g.stride[2] * ceil_div(phase_extent(p, 2), qt);
     n.visits = double(tiles);
     n.visit_bytes = taps_w * mult * taps_dh * 64 + (qt + taps_w) * 64 * mult * taps_dh;
     n.visit_footprint = (int64_t)n.visit_bytes;
     n.chunk_footprint = int64_t(g.kernel[0] * g.kernel[1]) * (g.out[2] + g.kernel[2]) * 64 * int64_t(mult);
     n.units = p.group.real_g * g.n * depth_chunks(p, ctx.threads);
     // Passes: zero-padded fp32 dy planes, the output (and the phase scatter when strided).
-    const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
-    double dy_elems = double(g.n) * g.cout1() * 16;
-    for (int i = 0; i < 3; ++i) dy_elems *= g.out[i] + double(g.kernel[i] - 1) * g.dilation[i] / g.stride[i];
-    const double dx_elems = double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
-    const bool strided = g.stride[0] * g.stride[1] * g.stride[2] > 1;
-    n.pass_bytes = dy_elems * (in_b + 4) + dx_elems * 4 * (strided ? 2 : 1);
+    n.pass_bytes = staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4 * (is_strided(p) ? 2 : 1);
     n.lane_use = lane_use_of(g.flops(), n);
     return evaluate(n, Machine::of(ctx.target));
   }

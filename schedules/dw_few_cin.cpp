@@ -109,11 +109,8 @@ class DwCoutLanes final : public DwSchedule {
     // output stage (a gather per output element) and the partial sums.
     const double x_elems = double(g.n) * g.in[0] * p.group.real_g * t.cv *
                            (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
-    const double dy_elems = double(g.n) * g.out[0] * g.out[1] * g.out[2] * g.cout1() * 16;
-    const double out_elems = double(p.group.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] *
-                             p.group.cout_g * 16;
-    const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
-    n.pass_bytes = (t.stage_x ? x_elems * (in_b + 4) : 0) + dy_elems * (in_b + 4) +
+    const double in_b = input_bytes(p), out_elems = dw_out_elems(p);
+    n.pass_bytes = (t.stage_x ? x_elems * (in_b + 4) : 0) + dy_elems(p) * (in_b + 4) +
                    out_elems * 8 * (t.parts > 1 ? 1 + t.parts : 1);
     n.pass_ops = out_elems;
     n.lane_use = lane_use_of(g.flops(), n);

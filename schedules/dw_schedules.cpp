@@ -126,9 +126,6 @@ std::vector<std::string> dw_candidates(const Problem& p, const Context& ctx) {
   return out;
 }
 
-/** Bytes of one element of the inputs as given (the staging passes read them). */
-double in_bytes(const Problem& p) { return p.in_dtype == DType::kFloat32 ? 4.0 : 2.0; }
-
 /** The cost model's view of dw_tiled with tiles `t`. */
 Estimate dw_tiled_estimate(const Problem& p, const Context& ctx, const DwTiles& t) {
   const ConvGeometry& g = p.geo;
@@ -158,11 +155,9 @@ Estimate dw_tiled_estimate(const Problem& p, const Context& ctx, const DwTiles& 
   // output stage, and adding the per-thread partial sums.
   const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
   const double restage = double(g.kernel[0]) / g.stride[0] * x_rows / (t.ch * g.stride[1]);
-  const double dy_elems = double(g.n) * g.out[0] * g.out[1] * g.out[2] * g.cout1() * 16;
-  const double out_elems = double(gd.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] * gd.cin1_g * gd.cout_g * 16;
-  n.pass_bytes = (t.stage_x ? x_elems * restage * (in_bytes(p) + 4) : 0) +
-                 (p.in_dtype != DType::kFloat32 ? dy_elems * (in_bytes(p) + 4) : 0) +
-                 out_elems * 8 * (t.parts > 1 ? 1 + t.parts : 1);
+  n.pass_bytes = (t.stage_x ? x_elems * restage * (input_bytes(p) + 4) : 0) +
+                 (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + 4) : 0) +
+                 dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
   n.lane_use = lane_use_of(g.flops(), n);
   return evaluate(n, m);
 }
@@ -294,10 +289,8 @@ class DwReference final : public DwSchedule {
   Estimate estimate(const Problem& p, const Context& ctx) const override {
     // Every output entry (padding lanes too) sums the whole reduction, one scalar at a time.
     const ConvGeometry& g = p.geo;
-    const double out_elems = double(p.group.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] *
-                             p.group.cin1_g * p.group.cout_g * 16;
-    const double macs = out_elems * g.n * g.out[0] * g.out[1] * g.out[2];
-    return scalar_estimate(2 * macs, 8 * out_elems, Machine::of(ctx.target));
+    const double macs = dw_out_elems(p) * g.n * g.out[0] * g.out[1] * g.out[2];
+    return scalar_estimate(2 * macs, 8 * dw_out_elems(p), Machine::of(ctx.target));
   }
   void apply(ops::DwAlgorithm& a, const Problem&, const Context&) const override {
     // xs stays inline: its padded box can be far larger than x (huge pads and strides). The

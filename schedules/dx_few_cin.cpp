@@ -35,8 +35,6 @@ constexpr int kMaxUnrollKw = 11; ///< kw taps unrolled by default up to this
 
 const std::vector<std::string> kKeys{"qt", "ord"};
 
-int64_t qw_extent_of(const Problem& p) { return phase_extent(p, 2); }
-
 struct Tiles {
   int qt = 1;   ///< positions along w (phase frame) per register tile
   int kwu = 0;  ///< 1: kw taps unrolled inside the n-block loop (and w phases unrolled)
@@ -49,12 +47,12 @@ int qt_max(const Problem& p, int kwu) {
   const int64_t taps = ceil_div(p.geo.kernel[2], p.geo.stride[2]);
   const int wregs = kwu ? (int)std::min<int64_t>(cv * taps, 12) : cv;
   return (int)std::max<int64_t>(
-      1, std::min<int64_t>({kMaxAcc / cv, (kRegs - 1 - wregs) / cv, 16, qw_extent_of(p)}));
+      1, std::min<int64_t>({kMaxAcc / cv, (kRegs - 1 - wregs) / cv, 16, phase_extent(p, 2)}));
 }
 
 /** The schedule's own choice, then the fields `variant` sets. */
 Tiles choose_tiles(const Problem& p, const std::string& variant) {
-  const int64_t ext = qw_extent_of(p);
+  const int64_t ext = phase_extent(p, 2);
   Tiles t;
   t.kwu = p.geo.kernel[2] <= kMaxUnrollKw ? 1 : 0;
   t.qt = qt_max(p, t.kwu);
@@ -92,7 +90,7 @@ class DxCoutLanes final : public DxSchedule {
   /** "" (the own choice) first, then the widest tiles and the narrowest covering a phase row in
    * as few tiles, with kw unrolled and not. */
   std::vector<std::string> candidates(const Problem& p, const Context&) const override {
-    const int64_t ext = qw_extent_of(p);
+    const int64_t ext = phase_extent(p, 2);
     const Tiles own = choose_tiles(p, "");
     std::vector<std::string> out{format_variant({{"qt", own.qt}, {"ord", 2 - own.kwu}}, kKeys)};
     for (int kwu : {own.kwu, 1 - own.kwu}) {
@@ -127,7 +125,7 @@ class DxCoutLanes final : public DxSchedule {
       n.steps_per_visit = blocks * taps_dh * taps_w;
     }
     const int64_t rows = g.n * g.in[0] * g.in[1] * g.cin1();
-    const int64_t tiles = rows * g.stride[2] * ceil_div(qw_extent_of(p), t.qt);
+    const int64_t tiles = rows * g.stride[2] * ceil_div(phase_extent(p, 2), t.qt);
     n.visits = double(tiles);
     // A visit reads the weights of its phase and qt (+ the taps' reach) positions of dy rows.
     const double w_bytes = cv * 64.0 * blocks * taps_dh * taps_w;
@@ -139,11 +137,7 @@ class DxCoutLanes final : public DxSchedule {
     n.units = rows;
     // Passes: dy staged in fp32, the per-tile horizontal sums (about 8 ops per output element),
     // the row scatter back to 6HD.
-    double dy_elems = double(g.n) * g.cout1() * 16;
-    for (int i = 0; i < 3; ++i) dy_elems *= g.out[i] + double(g.kernel[i] - 1) * g.dilation[i] / g.stride[i];
-    const double dx_elems = double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
-    const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
-    n.pass_bytes = dy_elems * (in_b + 4) + dx_elems * 4;
+    n.pass_bytes = staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4;
     n.pass_ops = double(tiles) * cv * t.qt * 8;
     n.lane_use = lane_use_of(g.flops(), n);
     return evaluate(n, Machine::of(ctx.target));

@@ -27,9 +27,6 @@ struct DxTiles {
 
 const std::vector<std::string> kDxKeys{"qt", "ct"};
 
-int64_t q_extent(const Problem& p, int i) { return phase_extent(p, i); }
-int64_t qw_extent_of(const Problem& p) { return phase_extent(p, 2); }
-
 /** The cost model's view of dx_tiled with tiles `t`. */
 Estimate dx_tiled_estimate(const Problem& p, const Context& ctx, const DxTiles& t) {
   const ConvGeometry& g = p.geo;
@@ -44,8 +41,8 @@ Estimate dx_tiled_estimate(const Problem& p, const Context& ctx, const DxTiles& 
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
                       double(g.stride[0] * g.stride[1] * g.stride[2]);
   n.steps_per_visit = gd.cout_g * taps;
-  const int64_t rows = g.n * q_extent(p, 0) * g.stride[0] * q_extent(p, 1) * g.stride[1];
-  const int64_t tiles = rows * g.stride[2] * ceil_div(qw_extent_of(p), t.qt) * (g.cin1() / t.ct);
+  const int64_t rows = g.n * phase_extent(p, 0) * g.stride[0] * phase_extent(p, 1) * g.stride[1];
+  const int64_t tiles = rows * g.stride[2] * ceil_div(phase_extent(p, 2), t.qt) * (g.cin1() / t.ct);
   n.visits = double(tiles);
   // A visit reads its ct blocks' weights (every output channel and tap of the phase) and qt
   // positions (plus the taps' reach) of dy rows.
@@ -56,17 +53,13 @@ Estimate dx_tiled_estimate(const Problem& p, const Context& ctx, const DxTiles& 
   n.visit_footprint = (int64_t)n.visit_bytes;
   n.chunk_footprint = int64_t(g.cin1() * 64.0 * gd.cout_g * g.kernel[0] * g.kernel[1] * g.kernel[2]) +
                       int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * gd.cout_g * 4 * gd.real_g;
-  n.units = g.n * q_extent(p, 0) * g.stride[0];
+  n.units = g.n * phase_extent(p, 0) * g.stride[0];
   // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach), the phase
   // scatter back to 6HD when strided.
-  const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
-  const double w_elems = double(gd.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] * gd.cin1_g * gd.cout_g * 16;
-  double dy_elems = double(g.n) * g.cout1() * 16;
-  for (int i = 0; i < 3; ++i) dy_elems *= g.out[i] + double(g.kernel[i] - 1) * g.dilation[i] / g.stride[i];
-  const double dx_elems = double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
-  const bool strided = g.stride[0] * g.stride[1] * g.stride[2] > 1;
+  const double w_elems = dw_out_elems(p);  // the filter has dW's shape
   // The phase frame is scattered back per depth slice, read from L2: only the writes count.
-  n.pass_bytes = (w_elems + dy_elems) * (in_b + 4) + (strided ? dx_elems * 4 : 0);
+  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + 4) +
+                 (is_strided(p) ? dx_elems(p) * 4 : 0);
   n.lane_use = lane_use_of(g.flops(), n);
   return evaluate(n, Machine::of(ctx.target));
 }
@@ -76,7 +69,7 @@ Estimate dx_tiled_estimate(const Problem& p, const Context& ctx, const DxTiles& 
 DxTiles choose_dx_tiles(const Problem& p, const std::string& variant) {
   const ConvGeometry& g = p.geo;
   DxTiles t;
-  const int64_t qw_extent = qw_extent_of(p);
+  const int64_t qw_extent = phase_extent(p, 2);
   // 16 zmm accumulators measured best (24 spills): CT channel blocks x QT positions.
   t.ct = largest_divisor_upto(g.cin1(), 4);
   t.qt = (int)std::max<int64_t>(1, std::min<int64_t>(16 / t.ct, qw_extent));
@@ -99,7 +92,7 @@ DxTiles choose_dx_tiles(const Problem& p, const std::string& variant) {
  * keeping a tile inside one real group first) tiles of 16, 12 and 8 accumulators, and the
  * narrowest tile covering a row in as few tiles. */
 std::vector<std::string> dx_candidates(const Problem& p) {
-  const int64_t ext = qw_extent_of(p);
+  const int64_t ext = phase_extent(p, 2);
   std::vector<std::string> out{format_variant(
       {{"qt", choose_dx_tiles(p, "").qt}, {"ct", choose_dx_tiles(p, "").ct}}, kDxKeys)};
   std::vector<int> cts;
@@ -191,10 +184,9 @@ class DxReference final : public DxSchedule {
   Estimate estimate(const Problem& p, const Context& ctx) const override {
     // Every dx entry (padding lanes too) sums its phase's taps over cout_g, one scalar at a time.
     const ConvGeometry& g = p.geo;
-    const double dx_elems = double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
     const double taps = std::max(1.0, double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
                                           double(g.stride[0] * g.stride[1] * g.stride[2]));
-    return scalar_estimate(2 * dx_elems * p.group.cout_g * taps, 12 * dx_elems,
+    return scalar_estimate(2 * dx_elems(p) * p.group.cout_g * taps, 12 * dx_elems(p),
                            Machine::of(ctx.target));
   }
   void apply(ops::DxAlgorithm& a, const Problem&, const Context&) const override {

@@ -114,7 +114,7 @@ Estimate fwd_tiled_estimate(const Problem& p, const Context& ctx, const FwdTiles
                       int64_t(g.kernel[0] * g.kernel[1]) * (g.out[2] * g.stride[2] + g.kernel[2]) *
                           int64_t(cin_g) * 4 * p.group.real_g;
   n.units = rows;
-  const double in_b = p.in_dtype == DType::kFloat32 ? 4 : 2;
+  const double in_b = input_bytes(p);
   const double w_elems = double(p.group.real_g) * taps * p.group.cin1_g * p.group.cout_g * 16;
   n.pass_bytes = w_elems * (in_b + 4) + (t.stage_x ? t.staged_bytes * (in_b + 4) / 4 : 0);
   n.lane_use = lane_use_of(g.flops(), n);

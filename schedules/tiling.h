@@ -21,6 +21,33 @@ inline int cin_valid(const Problem& p) {
   return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
 }
 
+/** Sizes the cost model's passes count (TBE layouts, padding lanes included). */
+inline double input_bytes(const Problem& p) { return p.in_dtype == DType::kFloat32 ? 4 : 2; }
+inline double dy_elems(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return double(g.n) * g.out[0] * g.out[1] * g.out[2] * g.cout1() * 16;
+}
+/** dy zero-padded by the taps' reach in the stride-phase frame, as dX stages it. */
+inline double staged_dy_elems(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  double e = double(g.n) * g.cout1() * 16;
+  for (int i = 0; i < 3; ++i) e *= g.out[i] + double(g.kernel[i] - 1) * g.dilation[i] / g.stride[i];
+  return e;
+}
+inline double dx_elems(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
+}
+/** dW's output (= the filter's FRACTAL_Z_3D) entries. */
+inline double dw_out_elems(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return double(p.group.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] * p.group.cin1_g *
+         p.group.cout_g * 16;
+}
+inline bool is_strided(const Problem& p) {
+  return p.geo.stride[0] * p.geo.stride[1] * p.geo.stride[2] > 1;
+}
+
 /** "" when the first input block of a real group holds few valid lanes (at most `max_valid`):
  * the few-input-channel schedules put output channels in the lanes instead; else why not
  * (`dense` names the schedule whose c0 lanes are then useful). */

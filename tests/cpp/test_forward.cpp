@@ -20,6 +20,10 @@ namespace tbex {
 namespace {
 
 using test::Case;
+using test::geometry;
+using test::x_dims;
+using test::y_dims;
+using test::numel;
 using test::count;
 using test::decode;
 using test::encode;
@@ -52,15 +56,6 @@ const Case kCases[] = {
      {150, 150, 150, 150, 150, 150}},
 };
 
-ConvGeometry geometry(const Case& c) {
-  ConvGeometry g;
-  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
-  g.in = c.in; g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
-  for (int i = 0; i < 3; ++i)
-    g.out[i] = (c.in[i] + c.pads[2 * i] + c.pads[2 * i + 1] - ((c.k[i] - 1) * c.dil[i] + 1)) / c.s[i] + 1;
-  return g;
-}
-
 /** W [Cout, Cin/groups, K] -> T [Cin, Cout/groups, K] with T[g*cin_pg + i, o, k] = W[g*cout_pg + o, i, k]. */
 std::vector<double> transpose_per_group(const ConvGeometry& g, const std::vector<double>& w) {
   const int64_t cin_pg = g.cin_pg(), cout_pg = g.cout_pg();
@@ -74,10 +69,7 @@ std::vector<double> transpose_per_group(const ConvGeometry& g, const std::vector
   return t;
 }
 
-Dims5 x_dims(const ConvGeometry& g) { return {g.n, g.cin, g.in[0], g.in[1], g.in[2]}; }
-Dims5 y_dims(const ConvGeometry& g) { return {g.n, g.cout, g.out[0], g.out[1], g.out[2]}; }
 Dims5 t_dims(const ConvGeometry& g) { return {g.cin, g.cout_pg(), g.kernel[0], g.kernel[1], g.kernel[2]}; }
-int64_t numel(const Dims5& d) { return d[0] * d[1] * d[2] * d[3] * d[4]; }
 
 /** The kernel's operands: x as 6HD and the filter as FRACTAL_Z_3D of T, both stored as `t`.
  * Entries the layouts leave zero (x padding lanes, cross-group and padding filter entries, where
@@ -200,17 +192,12 @@ TEST(ForwardKernel, IsTheAdjointOfBackpropInput) {
     auto x = random_eighths(numel(x_dims(g)), 41);
     auto dy = random_eighths(numel(y_dims(g)), 42);
     auto w = random_weights(g, 43);
-    const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+    const Dims5 wd = test::w_dims(g);
     std::vector<float> wf(w.begin(), w.end()), yf(dy.begin(), dy.end());
     std::vector<float> fz_dx(count(shape_fz3d(wd, g.groups))), y6(count(shape_6hd(y_dims(g))));
     oidhw_to_fz3d(wf.data(), fz_dx.data(), wd, g.groups, 4);
     ncdhw_to_6hd(yf.data(), y6.data(), y_dims(g), 4);
-    ParaDict para;
-    para.strides = std::vector<int64_t>{1, c.s[0], c.s[1], c.s[2], 1};
-    para.dilations = std::vector<int64_t>{1, c.dil[0], c.dil[1], c.dil[2], 1};
-    para.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
-    para.groups = c.groups;
-    para.res_dtype = "float32";
+    const ParaDict para = test::para_for(c, true);
     Problem pdx = make_backprop_input_problem(shape_fz3d(wd, g.groups), DType::kFloat32, shape_6hd(y_dims(g)),
                                               DType::kFloat32, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
                                               {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para);

@@ -15,6 +15,12 @@ namespace tbex {
 namespace {
 
 using test::Case;
+using test::geometry;
+using test::para_for;
+using test::x_dims;
+using test::y_dims;
+using test::w_dims;
+using test::numel;
 using test::count;
 using test::encode;
 using test::expect_close;
@@ -28,35 +34,6 @@ const Case kCases[] = {
     {"plain", 1, 16, 32, 1, {4, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     {"grouped_dilated", 2, 32, 32, 2, {5, 7, 6}, {2, 3, 3}, {1, 1, 1}, {1, 1, 2}, {0, 1, 1, 0, 2, 1}},
 };
-
-ConvGeometry geometry(const Case& c) {
-  ConvGeometry g;
-  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
-  g.in = c.in; g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
-  for (int i = 0; i < 3; ++i)
-    g.out[i] = (c.in[i] + c.pads[2 * i] + c.pads[2 * i + 1] - ((c.k[i] - 1) * c.dil[i] + 1)) / c.s[i] + 1;
-  return g;
-}
-
-ParaDict para_for(const Case& c, bool dx) {
-  ParaDict p;
-  if (dx) {
-    p.strides = std::vector<int64_t>{1, c.s[0], c.s[1], c.s[2], 1};
-    p.dilations = std::vector<int64_t>{1, c.dil[0], c.dil[1], c.dil[2], 1};
-    p.res_dtype = "float32";
-  } else {
-    p.strides = std::vector<int64_t>{c.s[0], c.s[1], c.s[2]};
-    p.dilations = std::vector<int64_t>{1, c.dil[0], 1, c.dil[1], c.dil[2]};
-  }
-  p.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
-  p.groups = c.groups;
-  return p;
-}
-
-Dims5 x_dims(const ConvGeometry& g) { return {g.n, g.cin, g.in[0], g.in[1], g.in[2]}; }
-Dims5 y_dims(const ConvGeometry& g) { return {g.n, g.cout, g.out[0], g.out[1], g.out[2]}; }
-Dims5 w_dims(const ConvGeometry& g) { return {g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]}; }
-int64_t numel(const Dims5& d) { return d[0] * d[1] * d[2] * d[3] * d[4]; }
 
 /** "" when the installed Halide ships `name`'s plugin (the entry applies), else why not. */
 std::string unavailable(const Problem& p, const std::string& name) {

@@ -20,6 +20,8 @@ namespace tbex {
 namespace {
 
 using test::Case;
+using test::geometry;
+using test::para_for;
 using test::count;
 using test::encode;
 using test::expect_close;
@@ -69,35 +71,6 @@ const Case kCases[] = {
     {"dwise_sparse", 1, 16, 16, 16, {3, 7, 9}, {1, 2, 2}, {1, 3, 3}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
 };
 
-std::array<int64_t, 3> out_dims(const Case& c) {
-  std::array<int64_t, 3> o{};
-  for (int i = 0; i < 3; ++i)
-    o[i] = (c.in[i] + c.pads[2 * i] + c.pads[2 * i + 1] - ((c.k[i] - 1) * c.dil[i] + 1)) / c.s[i] + 1;
-  return o;
-}
-
-ConvGeometry geometry(const Case& c) {
-  ConvGeometry g;
-  g.n = c.n; g.cin = c.cin; g.cout = c.cout; g.groups = c.groups;
-  g.in = c.in; g.out = out_dims(c); g.kernel = c.k; g.stride = c.s; g.dilation = c.dil; g.pads = c.pads;
-  return g;
-}
-
-ParaDict para_for(const Case& c, bool dx) {
-  ParaDict p;
-  if (dx) {
-    p.strides = std::vector<int64_t>{1, c.s[0], c.s[1], c.s[2], 1};
-    p.dilations = std::vector<int64_t>{1, c.dil[0], c.dil[1], c.dil[2], 1};
-    p.res_dtype = "float32";
-  } else {
-    p.strides = std::vector<int64_t>{c.s[0], c.s[1], c.s[2]};
-    p.dilations = std::vector<int64_t>{1, c.dil[0], 1, c.dil[1], c.dil[2]};
-  }
-  p.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
-  p.groups = c.groups;
-  return p;
-}
-
 using Param = std::tuple<int, DType, std::string>;
 
 class FilterKernelTest : public ::testing::TestWithParam<Param> {};
@@ -107,8 +80,8 @@ TEST_P(FilterKernelTest, MatchesReference) {
   const auto& [ci, dtype, schedule] = GetParam();
   const Case& c = kCases[ci];
   const ConvGeometry g = geometry(c);
-  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
-  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
+  const Dims5 wd = test::w_dims(g);
   auto x = random_eighths(count({xd.begin(), xd.end()}), 1 + ci);
   auto dy = random_eighths(count({yd.begin(), yd.end()}), 100 + ci);
   const size_t es = dtype_size(dtype);
@@ -139,8 +112,8 @@ TEST_P(InputKernelTest, MatchesReference) {
   const auto& [ci, dtype, schedule] = GetParam();
   const Case& c = kCases[ci];
   const ConvGeometry g = geometry(c);
-  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
-  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
+  const Dims5 wd = test::w_dims(g);
   auto w = random_eighths(count({wd.begin(), wd.end()}), 7 + ci);
   auto dy = random_eighths(count({yd.begin(), yd.end()}), 300 + ci);
   const size_t es = dtype_size(dtype);
@@ -188,8 +161,8 @@ INSTANTIATE_TEST_SUITE_P(
 // dX with tensor_bias and the default float16 result: one rounding of the exact sum.
 void check_bias_float16(const Case& c, const std::string& want_schedule) {
   const ConvGeometry g = geometry(c);
-  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
-  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
+  const Dims5 wd = test::w_dims(g);
   auto w = random_eighths(count({wd.begin(), wd.end()}), 11);
   auto dy = random_eighths(count({yd.begin(), yd.end()}), 12);
   auto bias = random_eighths(g.cin, 13);
@@ -222,7 +195,7 @@ TEST(KernelExtras, BackpropInputBiasAndFloat16Result) { check_bias_float16(kCase
 /** dW of case `c` (random fp32 data) compiled for `threads` threads with `schedule`. */
 std::vector<float> dw_with_threads(const Case& c, const std::string& schedule, int threads) {
   const ConvGeometry g = geometry(c);
-  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x(count({xd.begin(), xd.end()})), dy(count({yd.begin(), yd.end()}));
@@ -255,8 +228,8 @@ void expect_thread_invariant(const Case& c, const std::string& schedule) {
 /** dX of case `c` (random fp32 data, not exact in fp32) compiled for `threads` threads. */
 std::vector<float> dx_with_threads(const Case& c, const std::string& schedule, int threads) {
   const ConvGeometry g = geometry(c);
-  const Dims5 yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
-  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  const Dims5 yd = test::y_dims(g);
+  const Dims5 wd = test::w_dims(g);
   std::mt19937 rng(6);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> w(count({wd.begin(), wd.end()})), dy(count({yd.begin(), yd.end()}));
@@ -312,8 +285,8 @@ TEST(KernelExtras, DxCoutLanesDispatch) {
            {"plain", "dx_tiled"}, {"odd_channels", "dx_tiled"}}) {
     const Case& c = case_named(name);
     const ConvGeometry g = geometry(c);
-    const Dims5 yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
-    const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+    const Dims5 yd = test::y_dims(g);
+    const Dims5 wd = test::w_dims(g);
     Problem p = make_backprop_input_problem(shape_fz3d(wd, c.groups), DType::kFloat32, shape_6hd(yd),
                                             DType::kFloat32, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
                                             {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
@@ -324,14 +297,12 @@ TEST(KernelExtras, DxCoutLanesDispatch) {
   }
 }
 
-// Depthwise: each real group (and kd, with fewer groups than threads) belongs to one thread, and
-// no reduction is split, so 1 and 2 threads give bit-identical results.
 // A kernel compiled for 2 threads and run after set_num_threads(1) runs the 1-thread plan (the
 // same request compiled for 1 thread), with the same result as a kernel compiled at 1 thread.
 TEST(KernelExtras, RunFollowsTheThreadCountSetAfterCompile) {
   const Case& c = case_named("plain");
   const ConvGeometry g = geometry(c);
-  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
   std::vector<float> x6(count(shape_6hd(xd)), 0.5f), y6(count(shape_6hd(yd)), 0.25f);
   Problem p = make_backprop_filter_problem(shape_6hd(xd), DType::kFloat32, shape_6hd(yd), DType::kFloat32,
                                            {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]}, para_for(c, false));
@@ -349,6 +320,8 @@ TEST(KernelExtras, RunFollowsTheThreadCountSetAfterCompile) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
 }
 
+// Depthwise: each real group (and kd, with fewer groups than threads) belongs to one thread, and
+// no reduction is split, so 1 and 2 threads give bit-identical results.
 TEST(KernelExtras, DiagThreadCountDoesNotChangeResults) {
   for (const char* name : {"depthwise", "dwise_c16", "dwise_c64_strided", "dwise_mult2"}) {
     const Case& c = case_named(name);
@@ -360,8 +333,8 @@ TEST(KernelExtras, DiagThreadCountDoesNotChangeResults) {
 /** Why `schedule` does not apply to dW / dX of case `c` ("" if it does). */
 std::string why_not(const Case& c, const std::string& schedule, bool dx) {
   const ConvGeometry g = geometry(c);
-  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
-  const Dims5 wd{g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
+  const Dims5 wd = test::w_dims(g);
   Problem p = dx ? make_backprop_input_problem(shape_fz3d(wd, c.groups), DType::kFloat32,
                                                shape_6hd(yd), DType::kFloat32,
                                                {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
@@ -402,7 +375,7 @@ TEST(KernelExtras, DiagDispatch) {
   // The e2_depthwise workload: auto chooses them.
   const Case e2{"e2", 2, 64, 64, 64, {8, 28, 28}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}};
   const ConvGeometry g = geometry(e2);
-  const Dims5 xd{g.n, g.cin, g.in[0], g.in[1], g.in[2]}, yd{g.n, g.cout, g.out[0], g.out[1], g.out[2]};
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
   const Dims5 wd{g.cout, 1, 3, 3, 3};
   EXPECT_EQ(compile(make_backprop_filter_problem(shape_6hd(xd), DType::kFloat32, shape_6hd(yd),
                                                  DType::kFloat32, {64, 3, 1, 3, 3}, para_for(e2, false)))

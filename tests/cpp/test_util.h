@@ -21,6 +21,47 @@ struct Case {
   std::array<int64_t, 6> pads;
 };
 
+/** Output size per dim (D, H, W) of case `c`. */
+inline std::array<int64_t, 3> out_dims(const Case& c) {
+  std::array<int64_t, 3> o{};
+  for (int i = 0; i < 3; ++i)
+    o[i] = (c.in[i] + c.pads[2 * i] + c.pads[2 * i + 1] - ((c.k[i] - 1) * c.dil[i] + 1)) / c.s[i] + 1;
+  return o;
+}
+
+inline ConvGeometry geometry(const Case& c) {
+  ConvGeometry g;
+  g.n = c.n, g.cin = c.cin, g.cout = c.cout, g.groups = c.groups;
+  g.in = c.in, g.out = out_dims(c), g.kernel = c.k, g.stride = c.s, g.dilation = c.dil;
+  g.pads = c.pads;
+  return g;
+}
+
+/** TBE para_dict of case `c`: dW's (strides D, H, W; dilations N, D, C, H, W) or dX's
+ * (strides and dilations N, D, H, W, C; res_dtype float32). */
+inline ParaDict para_for(const Case& c, bool dx) {
+  ParaDict p;
+  if (dx) {
+    p.strides = std::vector<int64_t>{1, c.s[0], c.s[1], c.s[2], 1};
+    p.dilations = std::vector<int64_t>{1, c.dil[0], c.dil[1], c.dil[2], 1};
+    p.res_dtype = "float32";
+  } else {
+    p.strides = std::vector<int64_t>{c.s[0], c.s[1], c.s[2]};
+    p.dilations = std::vector<int64_t>{1, c.dil[0], 1, c.dil[1], c.dil[2]};
+  }
+  p.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
+  p.groups = c.groups;
+  return p;
+}
+
+/** NCDHW x / dy and OIDHW weight dims of a geometry. */
+inline Dims5 x_dims(const ConvGeometry& g) { return {g.n, g.cin, g.in[0], g.in[1], g.in[2]}; }
+inline Dims5 y_dims(const ConvGeometry& g) { return {g.n, g.cout, g.out[0], g.out[1], g.out[2]}; }
+inline Dims5 w_dims(const ConvGeometry& g) {
+  return {g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]};
+}
+inline int64_t numel(const Dims5& d) { return d[0] * d[1] * d[2] * d[3] * d[4]; }
+
 /** Multiples of 1/8 in [-1, 1]: exact in fp16, bf16 and fp32, with exact fp32 partial sums in
  * the tests' small problems. */
 inline std::vector<double> random_eighths(size_t count, uint32_t seed) {

@@ -14,6 +14,12 @@ namespace tbex {
 namespace {
 
 using test::Case;
+using test::geometry;
+using test::x_dims;
+using test::y_dims;
+using test::w_dims;
+using test::numel;
+using test::para_for;
 using test::count;
 using test::decode;
 using test::encode;
@@ -31,20 +37,6 @@ const Case kCases[] = {
     {"depthwise", 2, 32, 32, 32, {3, 8, 12}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     {"depthwise_mult2", 1, 24, 48, 24, {4, 9, 11}, {2, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 1, 2, 0}},
 };
-
-ConvGeometry geometry(const Case& c) {
-  ConvGeometry g;
-  g.n = c.n, g.cin = c.cin, g.cout = c.cout, g.groups = c.groups;
-  g.in = c.in, g.kernel = c.k, g.stride = c.s, g.dilation = c.dil, g.pads = c.pads;
-  for (int i = 0; i < 3; ++i)
-    g.out[i] = (c.in[i] + c.pads[2 * i] + c.pads[2 * i + 1] - ((c.k[i] - 1) * c.dil[i] + 1)) / c.s[i] + 1;
-  return g;
-}
-
-Dims5 x_dims(const ConvGeometry& g) { return {g.n, g.cin, g.in[0], g.in[1], g.in[2]}; }
-Dims5 y_dims(const ConvGeometry& g) { return {g.n, g.cout, g.out[0], g.out[1], g.out[2]}; }
-Dims5 w_dims(const ConvGeometry& g) { return {g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]}; }
-int64_t numel(const Dims5& d) { return d[0] * d[1] * d[2] * d[3] * d[4]; }
 
 std::vector<uint8_t> to_6hd(const std::vector<double>& v, const Dims5& d, DType t) {
   const auto b = encode(v, t);
@@ -96,13 +88,9 @@ void check_dw(int ci, DType dtype, const std::string& schedule) {
   auto x = random_eighths(numel(x_dims(g)), 1 + ci);
   auto dy = random_eighths(numel(y_dims(g)), 100 + ci);
   const auto x6 = to_6hd(x, x_dims(g), dtype), y6 = to_6hd(dy, y_dims(g), dtype);
-  ParaDict para;
-  para.strides = std::vector<int64_t>{c.s[0], c.s[1], c.s[2]};
-  para.dilations = std::vector<int64_t>{1, c.dil[0], 1, c.dil[1], c.dil[2]};
-  para.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
-  para.groups = c.groups;
   Problem p = make_backprop_filter_problem(shape_6hd(x_dims(g)), dtype, shape_6hd(y_dims(g)), dtype,
-                                           {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]}, para);
+                                           {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
+                                           para_for(c, false));
   const Dims5 wd = w_dims(g);
   check_variants(p, schedule, {x6.data(), y6.data()}, test::ref_dw(g, x, dy),
                  [&](const std::vector<float>& out) {
@@ -125,15 +113,9 @@ void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint
   auto w = random_eighths(numel(w_dims(g)), seed);
   auto dy = random_eighths(numel(y_dims(g)), 300 + seed);
   const auto fz = to_fz3d(w, w_dims(g), c.groups, dtype), y6 = to_6hd(dy, y_dims(g), dtype);
-  ParaDict para;
-  para.strides = std::vector<int64_t>{1, c.s[0], c.s[1], c.s[2], 1};
-  para.dilations = std::vector<int64_t>{1, c.dil[0], c.dil[1], c.dil[2], 1};
-  para.pads = std::vector<int64_t>(c.pads.begin(), c.pads.end());
-  para.groups = c.groups;
-  para.res_dtype = "float32";
   Problem p = make_backprop_input_problem(shape_fz3d(w_dims(g), c.groups), dtype, shape_6hd(y_dims(g)),
                                           dtype, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
-                                          {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para);
+                                          {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
   const Dims5 xd = x_dims(g);
   check_variants(p, schedule, {fz.data(), y6.data()}, test::ref_dx(g, w, dy),
                  [&](const std::vector<float>& out) {
