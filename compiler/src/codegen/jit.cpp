@@ -169,7 +169,14 @@ class JitKernel final : public Kernel {
     // always runs as tiled for the threads it gets (a 2-thread dW split run on 1 thread staged
     // its inputs twice).
     if (const int now = num_threads(); now != threads_) {
-      compile(problem_, requested_)->run(inputs, output);
+      std::shared_ptr<const Kernel> other;
+      {
+        std::lock_guard<std::mutex> l(replan_mu_);
+        auto& k = replanned_[now];
+        other = k.lock();
+        if (!other) k = other = compile(problem_, requested_);  // once per count, not per call
+      }
+      other->run(inputs, output);
       return;
     }
     const auto shapes = problem_.input_shapes();
@@ -221,6 +228,10 @@ class JitKernel final : public Kernel {
   std::string variant_;
   CompileOptions requested_;
   int threads_ = 1;
+  mutable std::mutex replan_mu_;
+  /** The same request planned for other thread counts, by count (weak: the kernel cache owns
+   * them, and two kernels must not keep each other alive). */
+  mutable std::map<int, std::weak_ptr<const Kernel>> replanned_;
   Halide::Callable callable_;
   std::shared_ptr<disk::Library> lib_;
 };
