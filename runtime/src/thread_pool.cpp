@@ -1,8 +1,12 @@
 #include "tbex/thread_pool.h"
 
+#include "tbex/errors.h"
+#include "tbex/knobs.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -13,10 +17,16 @@ namespace {
 
 int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
+/** TBEX_NUM_THREADS, else all cores. The pool starts inside kernels' parallel loops (C frames of
+ * AOT code an exception must not cross), so a bad value is reported on stderr, not thrown. */
 int initial_threads() {
-  if (const char* s = std::getenv("TBEX_NUM_THREADS")) {
-    int n = std::atoi(s);
-    if (n > 0) return n;
+  try {
+    const long long n = knobs::get_int("TBEX_NUM_THREADS");
+    user_check(n >= 0 && n <= 4096, "", "TBEX_NUM_THREADS",
+               "TBEX_NUM_THREADS=" + std::to_string(n) + " is not a thread count (0 = all cores)");
+    if (n > 0) return (int)n;
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "[tbex] %s; using all %d cores\n", e.what(), hardware_threads());
   }
   return hardware_threads();
 }

@@ -24,7 +24,7 @@
 
 #include <chrono>
 
-#include "lower/log.h"
+#include "tbex/log.h"
 #include "tbex/errors.h"
 #include "tbex/kernel.h"
 #include "tbex/layout.h"

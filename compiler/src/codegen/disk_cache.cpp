@@ -24,7 +24,7 @@
 #include <sstream>
 
 #include "codegen/files.h"
-#include "lower/log.h"
+#include "tbex/log.h"
 #include "tbex/cache.h"
 
 extern char** environ;

@@ -12,7 +12,7 @@
 
 #include "HalideRuntime.h"
 #include "codegen/disk_cache.h"
-#include "lower/log.h"
+#include "tbex/log.h"
 #include "lower/pipeline.h"
 #include "tbex/cache.h"
 #include "tbex/errors.h"

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "lower/log.h"
+#include "tbex/log.h"
 #include "ops/ops.h"
 #include "schedules/registry.h"
 #include "tbex/errors.h"

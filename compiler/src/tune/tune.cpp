@@ -9,7 +9,7 @@
 #include <ctime>
 #include <random>
 
-#include "lower/log.h"
+#include "tbex/log.h"
 #include "lower/pipeline.h"
 #include "tbex/errors.h"
 #include "tbex/kernel.h"

@@ -17,7 +17,7 @@
 #include "codegen/disk_cache.h"
 #include "codegen/files.h"
 #include "frontend/json.h"
-#include "lower/log.h"
+#include "tbex/log.h"
 #include "lower/pipeline.h"
 #include "tbex/cache.h"
 #include "tbex/errors.h"
