@@ -142,4 +142,12 @@ std::string codegen_key() {
   return key;
 }
 
+std::string cache_dir() {
+  if (std::string d = get_string("TBEX_CACHE_DIR"); !d.empty()) return d;
+  // XDG_CACHE_HOME and HOME are the platform's variables, not tbex knobs.
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tbex";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/tbex";
+}
+
 }  // namespace tbex::knobs

@@ -46,4 +46,8 @@ void unset(const std::string& name);
  * key, so changing one of them in a process never returns a kernel built under another value. */
 std::string codegen_key();
 
+/** The on-disk cache directory (kernels, tuning database): TBEX_CACHE_DIR, else
+ * $XDG_CACHE_HOME/tbex, else $HOME/.cache/tbex. */
+std::string cache_dir();
+
 }  // namespace tbex::knobs
