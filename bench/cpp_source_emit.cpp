@@ -86,8 +86,9 @@ int main(int argc, char** argv) {
     out_shape = p.x_shape();
   }
   const std::string dir = a["dir"], name = a["name"];
-  lower::Lowered l = lower::lower(p, a["schedule"], (int)I("threads"));
   const Halide::Target t = lower::host_target();
+  const int threads = (int)I("threads");
+  lower::Lowered l = lower::lower(p, lower::select(p, {a["schedule"], ""}, threads, t), threads, t);
   codegen::emit_cpp_source(l, name, t, dir);
   l.pipeline.compile_to({{Halide::OutputFileType::object, dir + "/" + name + "_llvm.o"},
                          {Halide::OutputFileType::c_header, dir + "/" + name + "_llvm.h"}},

@@ -30,18 +30,19 @@ void define_aot(pyb::module_& m) {
       "emit_aot",
       [](const Problem& p, const std::string& name, const std::string& out_dir,
          const std::vector<std::string>& emit, const std::string& target,
-         const std::string& schedule) {
+         const std::string& schedule, const std::string& variant) {
         AotOptions o;
         o.name = name;
         o.out_dir = out_dir;
         o.emit = emit;
         o.target = target;
         o.schedule = schedule;
+        o.variant = variant;
         pyb::gil_scoped_release nogil;
         return emit_aot(p, o);
       },
       pyb::arg("problem"), pyb::arg("name"), pyb::arg("out_dir"), pyb::arg("emit"),
-      pyb::arg("target") = "host", pyb::arg("schedule") = "auto");
+      pyb::arg("target") = "host", pyb::arg("schedule") = "auto", pyb::arg("variant") = "");
   m.def(
       "emit_aot_runtime",
       [](const std::string& name, const std::string& out_dir, const std::string& target) {

@@ -27,4 +27,5 @@ void define_conv_backward(pybind11::module_& m);
 void define_aot(pybind11::module_& m);
 void define_cache(pybind11::module_& m);
 void define_tune(pybind11::module_& m);
+void define_knobs(pybind11::module_& m);
 }  // namespace tbex::py

@@ -33,4 +33,5 @@ PYBIND11_MODULE(_C, m) {
   tbex::py::define_aot(m);
   tbex::py::define_cache(m);
   tbex::py::define_tune(m);
+  tbex::py::define_knobs(m);
 }

@@ -3,7 +3,8 @@
 import sys
 
 USAGE = ("usage: python -m tbex aot [tbexc flags]      (python -m tbex aot --help for the flags)\n"
-         "       python -m tbex cache list|info|clear\n")
+         "       python -m tbex cache list|info|clear\n"
+         "       python -m tbex knobs                    (every setting, its default and meaning)\n")
 
 
 def main(argv=None) -> int:
@@ -14,6 +15,10 @@ def main(argv=None) -> int:
     if argv and argv[0] == "cache":
         from . import cache
         return cache.main(argv[1:])
+    if argv and argv[0] == "knobs":
+        from . import knobs
+        sys.stdout.write(knobs.describe())
+        return 0
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0

@@ -26,10 +26,11 @@ def main(argv) -> int:
 
 
 def emit(problem, name: str, out_dir: str, emit=DEFAULT_EMIT, target: str = "host",
-         schedule: str = "auto") -> list:
+         schedule: str = "auto", variant: str = "") -> list:
     """Writes kernel ``name`` for ``problem`` (a dsl result's ``.problem``) and
-    ``name.manifest.json`` into ``out_dir``; returns the paths written."""
-    return _C.emit_aot(problem, name, os.fspath(out_dir), list(emit), target, schedule)
+    ``name.manifest.json`` into ``out_dir``; returns the paths written. The schedule and tile
+    variant are decided as for the JIT (``"auto"``: tuning database, else the cost model)."""
+    return _C.emit_aot(problem, name, os.fspath(out_dir), list(emit), target, schedule, variant)
 
 
 def emit_runtime(name: str, out_dir: str, target: str = "host") -> list:

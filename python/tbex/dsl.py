@@ -219,16 +219,18 @@ def build(sch: Schedule, config: dict) -> Kernel:
     kernel = Kernel(name, native, res, order)
     kernel.aot_files = []
     if config.get("output_dir"):
-        kernel.aot_files = _build_aot(res.problem, name, sch.schedule, config)
+        kernel.aot_files = _build_aot(res.problem, name, sch, config)
     return kernel
 
 
-def _build_aot(problem, name, schedule, config) -> list:
+def _build_aot(problem, name, sch, config) -> list:
     from . import aot
     out_dir = os.path.join(os.fspath(config["output_dir"]), "kernel_meta")
     target = config.get("target", "host")
+    # The schedule's own request (a tuned schedule + variant, or "auto"), decided as the JIT
+    # kernel's was: the AOT kernel is the one the JIT runs.
     files = aot.emit(problem, name, out_dir, config.get("aot_emit", aot.DEFAULT_EMIT), target,
-                     schedule)
+                     sch.schedule, sch.variant)
     runtime = "tbex_halide_runtime"
     if not os.path.exists(os.path.join(out_dir, runtime + ".a")):
         files += aot.emit_runtime(runtime, out_dir, target)

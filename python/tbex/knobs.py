@@ -1,63 +1,84 @@
-"""tbex's knobs: every setting, in one table.
+"""tbex's knobs: every setting in one registry, the C++ one (``runtime/src/knobs.cpp``).
 
-=========================  ===========================================  =======================
-environment variable       meaning                                      programmatic setter
-=========================  ===========================================  =======================
-``TBEX_NUM_THREADS``       worker threads of compiled kernels            ``tbex.set_num_threads``
-                           (default: all cores)
-``TBEX_LOG``               comma-separated log topics printed to         (environment only)
-                           stderr: ``dispatch`` (which schedule each
-                           kernel uses, why the others do not apply,
-                           the cost model's ranking),
-                           ``lower`` (stage times), ``conv`` (time of
-                           each step of convolution_backward: packing,
-                           kernels, unpacking), ``cache`` (disk-cache
-                           hits, misses, rebuilds, with timings),
-                           ``tune`` (every candidate the measured
-                           tuning times, the winner, the database
-                           write; a corrupt database is reported
-                           whatever the setting), ``all``
-``TBEX_DUMP_DIR``          write each compiled kernel's lowered Halide   (environment only)
-                           loop nest to ``DIR/<problem>.<schedule>.stmt``
-``TBEX_CACHE_DIR``         on-disk kernel cache: compiled kernels are    ``python -m tbex.cache``
-                           shared objects under this directory, reused   ``list|info|clear``
-                           across processes (default
-                           ``$XDG_CACHE_HOME/tbex``, else
-                           ``~/.cache/tbex``)
-``TBEX_CACHE``             ``0`` turns the disk cache off (kernels are   (environment only)
-                           compiled in memory, nothing is written)
-``TBEX_ALWAYS_COMPILE``    ``1`` ignores existing cache entries:         (environment only)
-                           every kernel is recompiled and its entry
-                           overwritten
-``TBEX_CC``                C compiler tbexc / ``python -m tbex aot``      (environment only)
-                           use for the kernel wrapper of a static
-                           library or object (default ``$CC``, else
-                           ``cc``)
-``TBEX_HALIDE_INCLUDE_DIR``  where that compile finds                   (environment only)
-                           ``HalideRuntime.h`` (default: the Halide
-                           wheel tbex was built against)
-``TBEX_DW_TILE``,          override the register tile of ``dw_tiled``    (environment only)
-``TBEX_DX_TILE``,          (``nt,kwt,ch``) / ``dx_tiled`` (``qt,ct``) /
-``TBEX_FWD_TILE``          ``fwd_tiled`` (``qt,ct``), for tiling
-                           experiments; only where no tile variant is
-                           given (a variant or a tuning database entry
-                           wins)
-``TBEX_TUNE``              ``1``: every ``"auto"`` compile of a problem  ``dsl.auto_schedule(res,
-                           without a tuning database entry tunes it      tune=True)``
-                           first (times each applicable schedule and
-                           tile variant, stores the fastest)
-``TBEX_TUNING_DB``         the tuning database file (default             (environment only)
-                           ``<cache dir>/tuning.json``); entries keyed
-                           by problem, thread count, target and tbex
-                           version, consulted by every ``"auto"``
-                           compile
-=========================  ===========================================  =======================
+This module reads the registry from ``_C`` instead of keeping a copy, so the table below, the
+values C++ sees and the kernel cache keys (the knobs marked ``codegen``) cannot disagree.
+A value comes from a programmatic override (:func:`set`, :func:`override`), else the
+environment, else the default. ``python -m tbex knobs`` prints the table.
 
-``threads(n)`` is a scoped override: ``with tbex.knobs.threads(1): ...``.
+``threads(n)`` and ``override(name, value)`` are scoped: ``with tbex.knobs.threads(1): ...``.
 """
 import contextlib
+import textwrap
 
 from . import _C
+
+__all__ = ["table", "get", "set", "unset", "override", "describe", "set_num_threads",
+           "num_threads", "threads", "kernel_cache_stats", "log_topics"]
+
+
+def table() -> list:
+    """The registry: [{"name", "kind", "default", "doc", "setter", "affects_codegen"}]."""
+    return _C.knobs()
+
+
+def _check(name: str) -> None:
+    if name not in {k["name"] for k in table()}:
+        from .errors import UserError
+        raise UserError(f"name: unknown knob {name!r} (known: "
+                        f"{', '.join(k['name'] for k in table())})", "", "name")
+
+
+def get(name: str) -> str:
+    """The knob's value as text (override, else environment, else default)."""
+    _check(name)
+    return _C.knob_get(name)
+
+
+def set(name: str, value) -> None:  # noqa: A001 - the registry's verb
+    """Overrides the environment for this process."""
+    _check(name)
+    _C.knob_set(name, str(value))
+
+
+def unset(name: str) -> None:
+    """Removes an override (the environment or the default applies again)."""
+    _check(name)
+    _C.knob_unset(name)
+
+
+@contextlib.contextmanager
+def override(name: str, value):
+    """Runs the body with knob ``name`` set to ``value``, restoring the previous state after."""
+    _check(name)
+    had = _C.knob_is_set(name)
+    old = _C.knob_get(name)
+    set(name, value)
+    try:
+        yield
+    finally:
+        # An environment value comes back by itself once the override is gone.
+        unset(name)
+        if had and _C.knob_get(name) != old:
+            set(name, old)
+
+
+def log_topics() -> list:
+    """[(topic, what it prints)] for TBEX_LOG."""
+    return list(_C.log_topics())
+
+
+def describe(width: int = 100) -> str:
+    """The knobs table as text: name, kind, default, meaning, setter."""
+    lines = []
+    for k in table():
+        head = f"{k['name']} ({k['kind']}, default {k['default'] or 'unset'}"
+        head += ", part of kernel cache keys)" if k["affects_codegen"] else ")"
+        lines.append(head)
+        body = k["doc"] + (f". Also: {k['setter']}" if k["setter"] else "")
+        lines += textwrap.wrap(body, width, initial_indent="    ", subsequent_indent="    ")
+        if k["name"] == "TBEX_LOG":
+            lines += [f"    {t:<9} {d}" for t, d in log_topics()]
+    return "\n".join(lines) + "\n"
 
 
 def set_num_threads(n: int) -> None:
@@ -78,3 +99,9 @@ def threads(n: int):
         yield
     finally:
         set_num_threads(old)
+
+
+def kernel_cache_stats() -> dict:
+    """This process's in-memory kernel cache: hits, misses, evictions, size, capacity
+    (TBEX_KERNEL_CACHE_CAPACITY)."""
+    return _C.kernel_cache_stats()

@@ -23,7 +23,8 @@ struct AotOptions {
   std::vector<std::string> emit{"static_library", "header"};
   /** "host" or anything Halide::Target parses, e.g. "x86-64-linux-avx2-fma-f16c". */
   std::string target = "host";
-  std::string schedule = "auto";  ///< "auto" or a registry name
+  std::string schedule = "auto";  ///< "auto" or a registry name: decided by select() as for the JIT
+  std::string variant;            ///< a tile variant of the named schedule ("" = its own choice)
   /** Emit only the shared Halide runtime (NAME.a + NAME.o); the problem is not used. */
   bool runtime_only = false;
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tbex/problem.h"
+#include "tbex/select.h"
 #include "tbex/thread_pool.h"
 
 namespace tbex {
@@ -18,16 +19,6 @@ struct TensorArg {
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   DType dtype = DType::kFloat32;
-};
-
-struct CompileOptions {
-  /** "auto" (the tuning database's entry for the problem if there is one, else the schedule and
-   * tile variant the cost model ranks first: rank_schedules()) or a name from schedule_names(). */
-  std::string schedule = "auto";
-  /** A tile variant of the named schedule, one of schedule_candidates() (e.g. "nt=4,kwt=3,ch=8"
-   * for dw_tiled, "qt=4,ct=4" for dx_tiled / fwd_tiled); "" = the schedule's own choice. An
-   * explicit variant wins over the TBEX_DW_TILE / TBEX_DX_TILE / TBEX_FWD_TILE experiments. */
-  std::string variant;
 };
 
 class Kernel {
@@ -49,34 +40,18 @@ class Kernel {
   void run_dense(const std::vector<const void*>& inputs, void* output) const;
 };
 
+/** Compiles `problem` with the schedule and tile variant select() decides for `options` (tbex/
+ * select.h) at num_threads(); with TBEX_TUNE=1, an "auto" request without a tuning database
+ * entry is tuned first (tbex/tune.h). Compiled kernels are kept in a bounded in-process cache. */
 std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptions& options = {});
 
-/** Names of the schedules for an op: tbex's own best first, then Halide's autoschedulers
- * (halide_mullapudi2016, halide_adams2019, halide_li2018: by name only, for comparison; "auto"
- * never picks them), reference last. */
-std::vector<std::string> schedule_names(OpKind op);
-
-/** Same without Halide's autoschedulers: the schedules "auto" chooses from, reference last. */
-std::vector<std::string> own_schedule_names(OpKind op);
-
-/** The tile variants of schedule `name` worth timing for `problem`, "" (its own choice) first;
- * empty when the schedule has none. UserError if it is unknown or does not apply. */
-std::vector<std::string> schedule_candidates(const Problem& problem, const std::string& name);
-
-/** Why each schedule does or does not apply to `problem`, in registry order. */
-std::vector<std::pair<std::string, std::string>> explain_schedules(const Problem& problem);
-
-/** One candidate of the analytic cost model's ranking. */
-struct RankedChoice {
-  std::string schedule, variant;  ///< variant "" = the schedule's own choice
-  double ms = 0;                  ///< predicted run time (no compilation, no measurement)
-  std::string detail;             ///< the estimate's terms (compute, memory level, passes, ...)
+/** The in-process kernel cache: least recently used kernels are dropped past `capacity`
+ * (TBEX_KERNEL_CACHE_CAPACITY; a dropped kernel stays valid for whoever holds it). */
+struct KernelCacheStats {
+  int64_t hits = 0, misses = 0, evictions = 0;
+  int64_t size = 0, capacity = 0;
 };
-
-/** Every schedule and tile variant "auto" may pick for `problem` at num_threads() on the host,
- * ranked by the cost model, best first: what "auto" compiles when the tuning database has no
- * entry, and the order the tuner times candidates in. */
-std::vector<RankedChoice> rank_schedules(const Problem& problem);
-
+KernelCacheStats kernel_cache_stats();
+void clear_kernel_cache();
 
 }  // namespace tbex

@@ -154,8 +154,14 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
   info.threads = num_threads();
   std::vector<std::string>& files = info.files;
   try {
-    lower::Lowered l = lower::lower(problem, o.schedule, info.threads, t);
+    // The same decision the JIT takes for this request, threads and target (tuning database
+    // entries included), so an AOT kernel is the kernel a JIT compile would have run.
+    const lower::Decision d =
+        lower::select(problem, CompileOptions{o.schedule, o.variant}, info.threads, t);
+    lower::Lowered l = lower::lower(problem, d, info.threads, t);
     info.schedule = l.schedule;
+    info.variant = l.variant;
+    info.selected_by = d.source;
     info.schedule_detail = l.schedule_detail;
     const bool objects = wants(o, "static_library") || wants(o, "object");
     std::string wrapper_c;

@@ -16,7 +16,7 @@ namespace {
 const char kUsage[] =
     "usage: tbexc --op conv3d_backprop_filter|conv3d_backprop_input --name NAME --out DIR\n"
     "             [--emit static_library,object,header,cpp] [--target host|<halide target>]\n"
-    "             [--schedule auto|NAME] [--json FILE]\n"
+    "             [--schedule auto|NAME [--variant V]] [--json FILE]\n"
     "             [--x SHAPE:DTYPE | --filter SHAPE:DTYPE] --out-backprop SHAPE:DTYPE\n"
     "             --filter-size A,B,.. [--input-size N,D,H,W,C] [--strides ..] [--pads ..]\n"
     "             [--dilations ..] [--res-dtype DTYPE] [--groups G] [--group-dict k=v,..]\n"
@@ -196,6 +196,7 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
     else if (a == "emit") opt.emit = split(value);
     else if (a == "target") opt.target = value;
     else if (a == "schedule") opt.schedule = value;
+    else if (a == "variant") opt.variant = value;
     else if (a == "json") json_file = value;
     else flags[a] = value;
   }

@@ -10,7 +10,8 @@ namespace tbex::codegen {
 
 /** What the manifest records besides the problem. */
 struct AotBuildInfo {
-  std::string name, schedule, schedule_detail, target;
+  std::string name, schedule, variant, schedule_detail, target;
+  std::string selected_by;  ///< select()'s source: "requested", "tuning database" or "cost model"
   int threads = 1;  ///< thread count the schedule planned for
   std::vector<std::string> files;
 };

@@ -1,24 +1,25 @@
-/** JIT: lower a Problem, compile it with LLVM, and run it on caller memory.
+/** JIT: lower a select() decision, compile it with LLVM, and run it on caller memory.
  *
  * A kernel is a shared object from the on-disk cache (codegen/disk_cache: compiled once, reused
  * across processes), or a Halide::Callable in memory when the disk cache is off or unusable.
- * Compiled kernels are also kept in an in-process cache keyed by (canonical problem, schedule,
- * threads), so the same problem never compiles twice in a process. Parallel loops run on tbex's
- * own pool (runtime/thread_pool), which keeps thread control identical for JIT and AOT kernels. */
+ * Compiled kernels are also kept in the in-process kernel cache (bounded, least recently used
+ * first out), keyed by what determines the code: canonical problem, decided schedule and variant,
+ * threads and the knobs that change code generation. Parallel loops run on tbex's own pool
+ * (runtime/thread_pool), which keeps thread control identical for JIT and AOT kernels. */
+#include "codegen/jit.h"
+
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 
 #include "HalideRuntime.h"
 #include "codegen/disk_cache.h"
-#include "tbex/log.h"
 #include "lower/pipeline.h"
-#include "tbex/cache.h"
+#include "support/lru_cache.h"
 #include "tbex/errors.h"
-#include "tbex/kernel.h"
+#include "tbex/knobs.h"
+#include "tbex/log.h"
 #include "tbex/scratch.h"
-#include "tbex/tune.h"
 
 namespace tbex {
 namespace {
@@ -129,9 +130,9 @@ struct BufferView {
 };
 
 void dump_stmt(const Problem& p, lower::Lowered& lowered) {
-  if (const char* dir = std::getenv("TBEX_DUMP_DIR")) {
-    // The lowered loop nest, for reading what a schedule did (knobs table: TBEX_DUMP_DIR).
-    lowered.pipeline.compile_to_lowered_stmt(std::string(dir) + "/" + p.canonical() + "." +
+  if (const std::string dir = knobs::get_string("TBEX_DUMP_DIR"); !dir.empty()) {
+    // The lowered loop nest, for reading what a schedule did.
+    lowered.pipeline.compile_to_lowered_stmt(dir + "/" + p.canonical() + "." +
                                                  lowered.schedule + ".stmt",
                                              lowered.args, Halide::StmtOutputFormat::Text,
                                              lower::host_target());
@@ -174,7 +175,7 @@ class JitKernel final : public Kernel {
         std::lock_guard<std::mutex> l(replan_mu_);
         auto& k = replanned_[now];
         other = k.lock();
-        if (!other) k = other = compile(problem_, requested_);  // once per count, not per call
+        if (!other) k = other = codegen::jit_compile(problem_, requested_);  // once per count
       }
       other->run(inputs, output);
       return;
@@ -237,26 +238,21 @@ class JitKernel final : public Kernel {
 };
 
 /** The disk-cache key fields of a lowered kernel. */
-disk::Fields key_fields(const Problem& p, const CompileOptions& options, const lower::Lowered& l,
-                        int threads) {
+disk::Fields key_fields(const Problem& p, const lower::Lowered& l, int threads) {
   disk::Fields f = disk::base_fields();
   f.emplace_back("target", so_target().to_string());
   f.emplace_back("problem", p.canonical());
-  f.emplace_back("schedule_requested", options.schedule);
   f.emplace_back("schedule", l.schedule);
   f.emplace_back("variant", l.variant);
   f.emplace_back("schedule_detail", l.schedule_detail);
   f.emplace_back("threads", std::to_string(threads));
-  // Tile overrides change the schedule (knobs table: TBEX_DW_TILE, ...).
-  for (const char* v : {"TBEX_DW_TILE", "TBEX_DX_TILE", "TBEX_FWD_TILE"})
-    if (const char* s = std::getenv(v)) f.emplace_back(v, s);
+  f.emplace_back("knobs", knobs::codegen_key());
   return f;
 }
 
-std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const CompileOptions& options,
+std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const lower::Decision& d,
                                            int threads, const CompileOptions& requested) {
-  lower::Lowered lowered =
-      lower::lower(problem, options.schedule, threads, lower::host_target(), options.variant);
+  lower::Lowered lowered = lower::lower(problem, d, threads, lower::host_target());
   dump_stmt(problem, lowered);
   const std::string what = problem.canonical() + " [" + lowered.schedule + "]";
   disk::Emitters emit;
@@ -266,14 +262,14 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const Compile
   };
   emit.runtime = [](const std::string& obj) { Halide::compile_standalone_runtime(obj, so_target()); };
   emit.runtime_id = so_target().to_string();
-  auto lib = disk::load_or_build(key_fields(problem, options, lowered, threads), what, emit);
+  auto lib = disk::load_or_build(key_fields(problem, lowered, threads), what, emit);
   if (lib) return std::make_shared<JitKernel>(problem, lowered, requested, threads, std::move(lib));
   return std::make_shared<JitKernel>(problem, lowered, requested, threads);
 }
 
-std::mutex cache_mu;
-std::map<std::string, std::shared_ptr<const Kernel>>& kernel_cache() {
-  static std::map<std::string, std::shared_ptr<const Kernel>> cache;
+support::LruCache<const Kernel>& kernel_cache() {
+  static support::LruCache<const Kernel> cache(
+      [] { return knobs::get_int("TBEX_KERNEL_CACHE_CAPACITY"); });
   return cache;
 }
 
@@ -291,53 +287,18 @@ void Kernel::run_dense(const std::vector<const void*>& inputs, void* output) con
   run(args, TensorArg{output, p.output_shape(), {}, p.res_dtype});
 }
 
-namespace {
+namespace codegen {
 
-/** "auto" without a variant: the tuning database's entry (tuned first under TBEX_TUNE=1), else
- * unchanged (the cost model ranks the candidates in lower()). */
-CompileOptions resolve_auto(const Problem& problem, const CompileOptions& options) {
-  if (options.schedule != "auto" || !options.variant.empty()) return options;
-  const bool log_dispatch = log::enabled("dispatch");
-  TuningEntry e;
-  if (find_tuning(problem, e)) {
-    if (log_dispatch)
-      log::print("dispatch", problem.canonical() + ": tuning database hit (" + tuning_db_path() +
-                                 "): " + e.schedule + (e.variant.empty() ? "" : " variant " + e.variant) +
-                                 ", " + std::to_string(e.ms) + " ms on " + e.date);
-    return CompileOptions{e.schedule, e.variant};
-  }
-  const char* t = std::getenv("TBEX_TUNE");
-  if (t && std::string(t) == "1") {
-    // Tuned once per process even when the database cannot be written.
-    static std::mutex mu;
-    static std::map<std::string, CompileOptions> tuned;
-    std::lock_guard<std::mutex> l(mu);
-    const std::string key = problem.canonical() + "|" + std::to_string(num_threads());
-    if (auto it = tuned.find(key); it != tuned.end()) return it->second;
-    if (log_dispatch)
-      log::print("dispatch", problem.canonical() + ": no tuning database entry, tuning (TBEX_TUNE=1)");
-    const TuneResult r = tune(problem);
-    return tuned[key] = CompileOptions{r.schedule, r.variant};
-  }
-  if (log_dispatch)
-    log::print("dispatch", problem.canonical() + ": no tuning database entry in " + tuning_db_path());
-  return options;
-}
-
-std::shared_ptr<const Kernel> compile_resolved(const Problem& problem, const CompileOptions& options,
-                                               const CompileOptions& requested) {
+std::shared_ptr<const Kernel> jit_compile(const Problem& problem, const CompileOptions& request) {
   const int threads = num_threads();
-  const std::string key = problem.canonical() + "|" + options.schedule + "|" + options.variant +
-                          "|" + std::to_string(threads);
-  {
-    std::lock_guard<std::mutex> l(cache_mu);
-    auto it = kernel_cache().find(key);
-    if (it != kernel_cache().end()) return it->second;
-  }
-  auto t0 = std::chrono::steady_clock::now();
+  const lower::Decision d = lower::select(problem, request, threads, lower::host_target());
+  const std::string key = problem.canonical() + "|" + d.schedule + "|" + d.variant + "|" +
+                          std::to_string(threads) + "|" + knobs::codegen_key();
+  if (auto k = kernel_cache().find(key)) return k;
+  const auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<const Kernel> k;
   try {
-    k = build_kernel(problem, options, threads, requested);
+    k = build_kernel(problem, d, threads, request);
   } catch (const Halide::CompileError& e) {
     throw InternalError(std::string("Halide rejected the pipeline for ") + problem.canonical() +
                         ": " + e.what());
@@ -350,44 +311,22 @@ std::shared_ptr<const Kernel> compile_resolved(const Problem& problem, const Com
                                                std::chrono::steady_clock::now() - t0)
                                                .count()) +
                             " ms");
-  std::lock_guard<std::mutex> l(cache_mu);
-  return kernel_cache().emplace(key, k).first->second;
+  int64_t evicted = 0;
+  k = kernel_cache().insert(key, k, &evicted);
+  if (evicted && log::enabled("cache"))
+    log::print("cache", "in-process kernel cache: evicted " + std::to_string(evicted) +
+                            " least recently used kernel(s) (capacity " +
+                            std::to_string(kernel_cache().stats().capacity) + ")");
+  return k;
 }
 
-}  // namespace
+}  // namespace codegen
 
-std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptions& options) {
-  validate(problem);
-  const CompileOptions chosen = resolve_auto(problem, options);
-  if (chosen.schedule == options.schedule) return compile_resolved(problem, options, options);
-  try {
-    return compile_resolved(problem, chosen, options);
-  } catch (const UserError& e) {
-    // A stale entry (a schedule or variant this build no longer has): the registry decides.
-    if (log::enabled("dispatch"))
-      log::print("dispatch", "  tuning database entry unusable (" + std::string(e.what()) +
-                                 "): using the registry's choice");
-    return compile_resolved(problem, options, options);
-  }
+KernelCacheStats kernel_cache_stats() {
+  const support::LruStats s = kernel_cache().stats();
+  return KernelCacheStats{s.hits, s.misses, s.evictions, s.size, s.capacity};
 }
 
-std::vector<std::string> schedule_candidates(const Problem& problem, const std::string& name) {
-  validate(problem);
-  return lower::candidates(problem, name, num_threads());
-}
-
-void clear_kernel_cache() {
-  std::lock_guard<std::mutex> l(cache_mu);
-  kernel_cache().clear();
-}
-
-std::vector<std::pair<std::string, std::string>> explain_schedules(const Problem& problem) {
-  return lower::explain(problem);
-}
-
-std::vector<RankedChoice> rank_schedules(const Problem& problem) {
-  validate(problem);
-  return lower::rank(problem, num_threads());
-}
+void clear_kernel_cache() { kernel_cache().clear(); }
 
 }  // namespace tbex

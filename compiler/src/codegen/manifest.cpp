@@ -89,6 +89,8 @@ std::string aot_manifest(const Problem* p, const AotBuildInfo& info) {
       << ", \"kernel_dhw\": " << ints(g.kernel) << ", \"strides_dhw\": " << ints(g.stride)
       << ", \"dilations_dhw\": " << ints(g.dilation) << ", \"pads\": " << ints(g.pads) << "},\n"
       << "  \"schedule\": " << quote(info.schedule) << ",\n"
+      << "  \"variant\": " << quote(info.variant) << ",\n"
+      << "  \"selected_by\": " << quote(info.selected_by) << ",\n"
       << "  \"schedule_detail\": " << quote(info.schedule_detail) << ",\n"
       << "  \"threads_planned\": " << info.threads << ",\n";
   }

@@ -10,7 +10,8 @@
 #include <random>
 
 #include "tbex/log.h"
-#include "lower/pipeline.h"
+#include "codegen/jit.h"
+#include "lower/select.h"
 #include "tbex/errors.h"
 #include "tbex/kernel.h"
 #include "tbex/thread_pool.h"
@@ -104,7 +105,7 @@ std::vector<TuneCandidate> candidate_list(const Problem& p, int threads, const T
   std::vector<TuneCandidate> list;
   if (o.schedules.empty()) {
     std::map<std::string, int> per_schedule;
-    for (const RankedChoice& r : lower::rank(p, threads)) {
+    for (const RankedChoice& r : lower::rank(p, threads, lower::host_target())) {
       if (r.schedule == "reference" && p.geo.flops() > kReferenceMaxFlops) continue;
       if (++per_schedule[r.schedule] > std::max(1, max_variants)) continue;
       list.push_back(TuneCandidate{r.schedule, r.variant, -1, ""});
@@ -115,7 +116,7 @@ std::vector<TuneCandidate> candidate_list(const Problem& p, int threads, const T
     if (!why.empty() ||
         std::find(o.schedules.begin(), o.schedules.end(), name) == o.schedules.end())
       continue;
-    std::vector<std::string> vars = lower::candidates(p, name, threads);
+    std::vector<std::string> vars = lower::candidates(p, name, threads, lower::host_target());
     if (vars.empty()) vars = {""};
     vars.resize(std::min<size_t>(vars.size(), std::max(1, max_variants)));
     for (const auto& v : vars) list.push_back(TuneCandidate{name, v, -1, ""});
@@ -131,8 +132,8 @@ constexpr double kMinGain = 0.03;
 void confirm_winner(const Problem& p, Operands& ops, const TuneOptions& o, TuneResult& r) {
   const TuneCandidate& first = r.candidates[0];
   if (first.ms < 0 || (r.schedule == first.schedule && r.variant == first.variant)) return;
-  auto win = compile(p, CompileOptions{r.schedule, r.variant});
-  auto base = compile(p, CompileOptions{first.schedule, first.variant});
+  auto win = codegen::jit_compile(p, CompileOptions{r.schedule, r.variant});
+  auto base = codegen::jit_compile(p, CompileOptions{first.schedule, first.variant});
   double win_ms = r.ms, base_ms = first.ms;
   for (int round = 0; round < 2; ++round) {
     base_ms = std::min(base_ms, time_kernel(*base, ops, o.seconds, -1));
@@ -168,7 +169,7 @@ TuneResult tune(const Problem& problem, const TuneOptions& options) {
   for (size_t i = 0; i < result.candidates.size(); ++i) {
     TuneCandidate& c = result.candidates[i];
     try {
-      auto k = compile(problem, CompileOptions{c.schedule, c.variant});
+      auto k = codegen::jit_compile(problem, CompileOptions{c.schedule, c.variant});
       c.ms = time_kernel(*k, ops, options.seconds, best);
     } catch (const std::exception& e) {
       c.error = e.what();

@@ -18,7 +18,7 @@
 #include "codegen/files.h"
 #include "frontend/json.h"
 #include "tbex/log.h"
-#include "lower/pipeline.h"
+#include "lower/select.h"
 #include "tbex/cache.h"
 #include "tbex/errors.h"
 

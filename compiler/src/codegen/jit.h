@@ -1,0 +1,13 @@
+#pragma once
+/** JIT compilation of a select() decision, through the in-process kernel cache (bounded, LRU)
+ * and the on-disk cache. The public tbex::compile() (tune layer) adds TBEX_TUNE on top. */
+#include <memory>
+
+#include "tbex/kernel.h"
+
+namespace tbex::codegen {
+
+/** Selects for `request` at num_threads() on the host and returns the compiled kernel. */
+std::shared_ptr<const Kernel> jit_compile(const Problem& problem, const CompileOptions& request);
+
+}  // namespace tbex::codegen
