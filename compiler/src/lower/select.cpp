@@ -107,7 +107,7 @@ bool tuned(const std::vector<const S*>& reg, const Problem& p, const sched::Cont
   key.target = ctx.target.to_string();
   const std::string path = tuning_db_path();
   if (!tuning::lookup(path, key, e)) {
-    if (log::enabled("dispatch")) log::print("dispatch", "  tuning database: no entry in " + path);
+    if (log::enabled("dispatch")) log::print("dispatch", "  no tuning database entry in " + path);
     return false;
   }
   std::string why;
@@ -121,7 +121,7 @@ bool tuned(const std::vector<const S*>& reg, const Problem& p, const sched::Cont
   else
     why = variant_why_not(s, p, ctx, e.variant);
   if (log::enabled("dispatch"))
-    log::print("dispatch", "  tuning database (" + path + "): " + choice_str(e.schedule, e.variant) +
+    log::print("dispatch", "  tuning database hit (" + path + "): " + choice_str(e.schedule, e.variant) +
                                ", " + std::to_string(e.ms) + " ms on " + e.date +
                                (why.empty() ? "" : "; ignored: " + why));
   if (!why.empty()) return false;
