@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 BUILD   := build/cp311
 JOBS    ?= $(shell nproc)
 
-.PHONY: setup build run test test-cpp test-py bench clean
+.PHONY: setup build run test test-cpp test-py check-layers bench clean
 
 setup:
 	@./scripts/setup.sh
@@ -22,7 +22,11 @@ test-cpp: build
 test-py: build
 	$(PY) -m pytest -q tests/python
 
-test: test-cpp test-py
+# Includes only point to the same or a lower layer (the build enforces it too).
+check-layers:
+	python3 scripts/check_layers.py
+
+test: check-layers test-cpp test-py
 
 bench: build
 	$(PY) bench/bench.py --quick
