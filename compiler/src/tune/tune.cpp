@@ -14,7 +14,7 @@
 #include "tbex/errors.h"
 #include "tbex/kernel.h"
 #include "tbex/thread_pool.h"
-#include "tune/tuning_db.h"
+#include "lower/tuning_db.h"
 
 namespace tbex {
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 /** The tuning database file (see tbex/tune.h): read with a cache on (mtime, size), written as a
- * whole under an flock on <path>.lock, published by temp file + rename. */
+ * whole under an flock on <path>.lock, published by temp file + rename. Selection reads it;
+ * tune() writes it. */
 #include <string>
 
 #include "tbex/tune.h"
