@@ -45,7 +45,8 @@ struct TempFiles {
   ~TempFiles() {
     for (const std::string& p : paths) ::unlink(p.c_str());
   }
-  const std::string& add(const std::string& path) { return paths.emplace_back(support::temp_name(path)); }
+  /** A temp name next to `path`, removed with this object. */
+  std::string add(const std::string& path) { return paths.emplace_back(support::temp_name(path)); }
 };
 
 /** <dir>/runtime/<key>.o, compiled once (under its lock) and published by rename; `fresh` forces
@@ -62,7 +63,7 @@ std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
   if (!fresh && exists(obj)) return obj;
   auto t0 = Clock::now();
   TempFiles tmp;
-  const std::string& out = tmp.add(obj);
+  const std::string out = tmp.add(obj);
   emit.runtime(out);
   if (::rename(out.c_str(), obj.c_str()) != 0) return why = "cannot publish " + obj, "";
   log_cache("  Halide runtime for " + emit.runtime_id + " compiled in " + fmt_ms(ms_since(t0)));
@@ -76,9 +77,9 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
   if (cxx.empty()) return "no C++ compiler found ($CXX, c++, g++, clang++ on PATH)";
   const std::string fn = fn_name_of(key);
   TempFiles tmp;
-  const std::string& obj = tmp.add(p.dir + "/" + key + ".o");
-  const std::string& vers = tmp.add(p.dir + "/" + key + ".map");
-  const std::string& so = tmp.add(p.so);
+  const std::string obj = tmp.add(p.dir + "/" + key + ".o");
+  const std::string vers = tmp.add(p.dir + "/" + key + ".map");
+  const std::string so = tmp.add(p.so);
   auto t0 = Clock::now();
   emit.kernel(obj, fn);
   const double emit_ms = ms_since(t0);
