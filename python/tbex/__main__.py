@@ -1,9 +1,9 @@
-"""``python -m tbex aot ...`` (the tbexc command line) and ``python -m tbex cache list|info|clear``
-(the on-disk kernel cache)."""
+"""``python -m tbex aot ...`` (the tbexc command line) and ``python -m tbex cache
+list|info|prune|clear`` (the on-disk kernel cache)."""
 import sys
 
 USAGE = ("usage: python -m tbex aot [tbexc flags]      (python -m tbex aot --help for the flags)\n"
-         "       python -m tbex cache list|info|clear\n"
+         "       python -m tbex cache list|info|prune|clear [--dir DIR] [--max-mb N]\n"
          "       python -m tbex knobs                    (every setting, its default and meaning)\n")
 
 

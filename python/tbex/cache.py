@@ -1,12 +1,14 @@
-"""The on-disk kernel cache: list, summarise and clear its entries.
+"""The on-disk kernel cache: list, summarise, prune and clear its entries.
 
 Compiled kernels live under ``TBEX_CACHE_DIR`` (default ``$XDG_CACHE_HOME/tbex`` or
 ``~/.cache/tbex``) as ``<key[:2]>/<key>.so`` with a JSON sidecar ``<key>.json`` (problem,
 schedule, size, sha256, created time); ``runtime/`` holds the Halide runtime object linked into
-each of them. See the knobs table in ``tbex.knobs``.
+each of them. Past ``TBEX_CACHE_MAX_MB`` (default 1024) the least recently used entries are
+evicted, never one a process has loaded. See the knobs table in ``tbex.knobs``.
 
-    python -m tbex.cache list     # one line per entry: key, problem, schedule, size, age
-    python -m tbex.cache info     # directory, entry count, total size
+    python -m tbex.cache list     # one line per entry: key, problem, schedule, size, age, last use
+    python -m tbex.cache info     # directory, entry count, total size, size cap
+    python -m tbex.cache prune [--max-mb N]   # evict LRU entries down to N MiB (default: the cap)
     python -m tbex.cache clear    # delete every entry
 """
 import argparse
@@ -29,8 +31,27 @@ def enabled() -> bool:
 
 
 def stats() -> dict:
-    """This process's disk-cache outcomes: hits, compiles, rebuilds, fallbacks."""
+    """This process's disk-cache outcomes: hits, compiles, rebuilds, fallbacks, evictions."""
     return dict(_C.cache_stats())
+
+
+def max_bytes() -> int:
+    """The size cap, ``TBEX_CACHE_MAX_MB`` in bytes; 0 means no cap."""
+    return _C.cache_max_bytes()
+
+
+def prune(max_mb=None, root=None) -> dict:
+    """Evicts entries, least recently used first, until they total at most ``max_mb`` MiB
+    (default ``TBEX_CACHE_MAX_MB``; nothing is evicted when that is 0, i.e. no cap; an explicit
+    0 evicts every entry not in use). Entries a process has loaded or is compiling are kept.
+    Returns ``evicted``, ``evicted_bytes``, ``kept``, ``kept_bytes`` and ``in_use``."""
+    if max_mb is None:
+        cap = max_bytes() or 2**62  # no cap: nothing is evicted, the counts are still reported
+    else:
+        if max_mb < 0:
+            raise ValueError(f"max_mb={max_mb} is negative")
+        cap = int(max_mb * 1024 * 1024)
+    return dict(_C.prune_cache(cap, root or ""))
 
 
 def _sidecars(root):
@@ -60,8 +81,12 @@ def entries(root=None) -> list:
             e, ok = {}, False
         if not ok:
             e = {"key": os.path.basename(side)[:-5]}
-        size = os.path.getsize(so) if os.path.exists(so) else 0
-        e.update(path=so, size=size, valid=ok and size == e.get("so_size"))
+        try:
+            st = os.stat(so)
+            size, used = st.st_size, st.st_mtime  # loads and builds set the mtime (LRU order)
+        except OSError:
+            size, used = 0, None
+        e.update(path=so, size=size, used=used, valid=ok and size == e.get("so_size"))
         out.append(e)
     return out
 
@@ -123,23 +148,35 @@ def _age(created) -> str:
 
 
 def main(argv=None) -> int:
-    """``list``, ``info`` or ``clear``; returns the exit status."""
+    """``list``, ``info``, ``prune`` or ``clear``; returns the exit status."""
     ap = argparse.ArgumentParser(prog="python -m tbex.cache", description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=["list", "info", "clear"])
+    ap.add_argument("command", choices=["list", "info", "prune", "clear"])
     ap.add_argument("--dir", help="cache directory (default: TBEX_CACHE_DIR or ~/.cache/tbex)")
+    ap.add_argument("--max-mb", type=float, default=None,
+                    help="prune: size to prune to in MiB (default TBEX_CACHE_MAX_MB; 0 evicts "
+                         "every entry not in use)")
     a = ap.parse_args(argv)
     root = a.dir or cache_dir()
     if a.command == "list":
         for e in entries(root):
             state = "" if e["valid"] else "  (invalid)"
             print(f"{e['key'][:16]}  {e.get('problem', '?')}  {e.get('schedule', '?')}  "
-                  f"threads={e.get('threads', '?')}  {_human(e['size'])}  {_age(e.get('created'))}{state}")
+                  f"threads={e.get('threads', '?')}  {_human(e['size'])}  {_age(e.get('created'))}  "
+                  f"used {_age(e.get('used'))} ago{state}")
     elif a.command == "info":
         i = info(root)
         print(f"dir      {i['dir']}")
         print(f"entries  {i['entries']}")
         print(f"size     {_human(i['bytes'])}")
+        cap = max_bytes()
+        print(f"cap      {_human(cap) if cap else 'none'} (TBEX_CACHE_MAX_MB)")
         print(f"enabled  {'yes' if enabled() else 'no (TBEX_CACHE=0)'}")
+    elif a.command == "prune":
+        if a.max_mb is not None and a.max_mb < 0:
+            ap.error(f"--max-mb {a.max_mb:g} is negative")
+        r = prune(a.max_mb, root)
+        print(f"evicted {r['evicted']} entries ({_human(r['evicted_bytes'])}), kept {r['kept']} "
+              f"({_human(r['kept_bytes'])}, {r['in_use']} in use) in {root}")
     else:
         print(f"cleared {clear(root)} entries from {root}")
     return 0

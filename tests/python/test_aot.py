@@ -82,6 +82,38 @@ def test_cli_errors_exit_2_and_name_the_parameter(tmp_path, args, param):
     assert f"tbexc: error: {param}:" in r.stderr or f"] {param}:" in r.stderr, r.stderr
 
 
+DW_CALL = {"op": "conv3d_backprop_filter", "x": {"shape": [1, 4, 1, 6, 6, 16], "dtype": "float16"},
+           "out_backprop": {"shape": [1, 4, 1, 6, 6, 16], "dtype": "float16"},
+           "filter_size": [16, 3, 16, 3, 3], "para_dict": DW_PARA}
+
+
+@pytest.mark.parametrize("text, param, says", [
+    ('{"op": "conv3d_backprop_filter", "x": ', "json", "invalid JSON: parse error at line 1"),
+    ("[1, 2]", "json", "expected an object"),
+    (json.dumps(dict(DW_CALL, filter_size="16,3,16,3,3")), "filter_size", "expected a list of integers"),
+    (json.dumps(dict(DW_CALL, x={"dtype": "float16"})), "x", 'missing "shape"'),
+    (json.dumps(dict(DW_CALL, para_dict=dict(DW_PARA, groups=1.5))), "groups", "expected an integer"),
+    (json.dumps(dict(DW_CALL, extra=1)), "json", "unknown key 'extra'"),
+])
+def test_cli_bad_json_file_names_the_parameter(tmp_path, text, param, says):
+    (tmp_path / "call.json").write_text(text)
+    r = run_cli("--name", "k", "--out", str(tmp_path), "--json", str(tmp_path / "call.json"))
+    assert r.returncode == 2, r.stderr
+    assert f"tbexc: error: {param}: " in r.stderr and says in r.stderr, r.stderr
+
+
+def test_cli_json_file_gives_the_flags_kernel(tmp_path):
+    (tmp_path / "call.json").write_text(json.dumps(DW_CALL))
+    r = run_cli("--name", "kj", "--out", str(tmp_path / "j"), "--emit", "header",
+                "--json", str(tmp_path / "call.json"))
+    assert r.returncode == 0, r.stderr
+    f = run_cli("--name", "kj", "--out", str(tmp_path / "f"), "--emit", "header", *DW_FLAGS)
+    assert f.returncode == 0, f.stderr
+    mj = json.loads((tmp_path / "j" / "kj.manifest.json").read_text())
+    mf = json.loads((tmp_path / "f" / "kj.manifest.json").read_text())
+    assert mj["problem"] == mf["problem"] and mj["group_dict"] == mf["group_dict"]
+
+
 def test_main_without_command_exits_2():
     r = subprocess.run([sys.executable, "-m", "tbex"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "python -m tbex aot" in r.stderr

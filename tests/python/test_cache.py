@@ -1,7 +1,8 @@
 """The on-disk kernel cache across processes: a second process loads instead of compiling, four
 concurrent processes leave one valid entry, corrupt entries are rebuilt, TBEX_CACHE=0 writes
-nothing, TBEX_ALWAYS_COMPILE=1 recompiles, no C++ compiler falls back to the in-memory JIT, and
-`python -m tbex.cache list|info|clear`.
+nothing, TBEX_ALWAYS_COMPILE=1 recompiles, no C++ compiler falls back to the in-memory JIT, an
+entry a running process holds survives `python -m tbex cache prune`, `python -m tbex.cache
+list|info|prune|clear`, and the SHA-256 the cache uses agrees with hashlib.
 
 Each test runs child processes on its own empty TBEX_CACHE_DIR; outcomes are read from the
 child's cache counters (tbex.cache.stats()) and its TBEX_LOG=cache lines, never from timings."""
@@ -17,19 +18,23 @@ import pytest
 import tbex
 from tbex import cache
 
-# A small dW kernel; prints the sha256 of its result and the process's cache counters.
+# A small dW kernel (TEST_HW: its height and width); prints the sha256 of its result and the
+# process's cache counters; with TEST_HOLD set, keeps the kernel loaded until stdin closes.
 CHILD = r"""
-import hashlib, json
+import hashlib, json, os, sys
 import numpy as np
 from tbex import cache, dsl
+hw = int(os.environ.get("TEST_HW", "8"))
 rng = np.random.default_rng(0)
-x = (rng.integers(-8, 9, (1, 2, 1, 8, 8, 16)) / 8).astype(np.float32)
-dy = (rng.integers(-8, 9, (1, 2, 1, 6, 6, 16)) / 8).astype(np.float32)
+x = (rng.integers(-8, 9, (1, 2, 1, hw, hw, 16)) / 8).astype(np.float32)
+dy = (rng.integers(-8, 9, (1, 2, 1, hw - 2, hw - 2, 16)) / 8).astype(np.float32)
 w = dsl.conv3d_backprop_filter(x, dy, [16, 1, 16, 3, 3],
                                {"strides": [1, 1, 1], "pads": [0] * 6, "dilations": [1] * 5,
                                 "res_dtype": "float32"})
 print(json.dumps({"sha": hashlib.sha256(np.ascontiguousarray(w).tobytes()).hexdigest(),
-                  "stats": cache.stats()}))
+                  "stats": cache.stats()}), flush=True)
+if os.environ.get("TEST_HOLD"):
+    sys.stdin.read()
 """
 
 PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tbex.__file__)))
@@ -37,7 +42,7 @@ PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tbex.__file__)))
 
 def _env(cache_dir, **extra):
     env = {k: v for k, v in os.environ.items()
-           if k not in ("TBEX_CACHE", "TBEX_ALWAYS_COMPILE", "TBEX_LOG")}
+           if k not in ("TBEX_CACHE", "TBEX_ALWAYS_COMPILE", "TBEX_LOG", "TBEX_CACHE_MAX_MB")}
     env["TBEX_CACHE_DIR"] = str(cache_dir)
     env["TBEX_LOG"] = "cache"
     env["PYTHONPATH"] = PKG_ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -73,10 +78,12 @@ def reference(tmp_path_factory):
 
 def test_second_process_loads_from_disk(tmp_path, reference):
     first, err1 = run_child(tmp_path)
-    assert first["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 0, "fallbacks": 0}
+    assert first["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 0, "fallbacks": 0,
+                              "evictions": 0}
     assert "[tbex cache] miss" in err1
     second, err2 = run_child(tmp_path)
-    assert second["stats"] == {"hits": 1, "compiles": 0, "rebuilds": 0, "fallbacks": 0}
+    assert second["stats"] == {"hits": 1, "compiles": 0, "rebuilds": 0, "fallbacks": 0,
+                               "evictions": 0}
     assert "[tbex cache] hit" in err2 and "miss" not in err2
     assert first["sha"] == second["sha"] == reference
     assert len(files(tmp_path, "*.so")) == 1 and len(files(tmp_path, "*.json")) == 1
@@ -152,7 +159,8 @@ def test_corrupt_entry_is_rebuilt(tmp_path, reference, damage):
     damage(so, side_path)
     r, err = run_child(tmp_path)
     assert r["sha"] == reference
-    assert r["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 1, "fallbacks": 0}
+    assert r["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 1, "fallbacks": 0,
+                          "evictions": 0}
     assert "[tbex cache] rebuild" in err
     # The rebuilt entry is valid: the next process loads it.
     again, _ = run_child(tmp_path)
@@ -163,7 +171,8 @@ def test_cache_off_writes_nothing(tmp_path, reference):
     d = tmp_path / "c"
     r, err = run_child(d, TBEX_CACHE="0")
     assert r["sha"] == reference
-    assert r["stats"] == {"hits": 0, "compiles": 0, "rebuilds": 0, "fallbacks": 0}
+    assert r["stats"] == {"hits": 0, "compiles": 0, "rebuilds": 0, "fallbacks": 0,
+                          "evictions": 0}
     assert not d.exists()
 
 
@@ -172,7 +181,8 @@ def test_always_compile_rebuilds(tmp_path, reference):
     _, _, before = _entry(tmp_path)
     r, err = run_child(tmp_path, TBEX_ALWAYS_COMPILE="1")
     assert r["sha"] == reference
-    assert r["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 0, "fallbacks": 0}
+    assert r["stats"] == {"hits": 0, "compiles": 1, "rebuilds": 0, "fallbacks": 0,
+                          "evictions": 0}
     assert "forced compile" in err
     _, _, after = _entry(tmp_path)
     assert after["key"] == before["key"] and after["created"] > before["created"]
@@ -182,7 +192,8 @@ def test_no_compiler_falls_back_to_jit(tmp_path, reference):
     env = {"PATH": str(tmp_path / "empty-bin"), "CXX": ""}
     r, err = run_child(tmp_path / "c", **env)
     assert r["sha"] == reference
-    assert r["stats"] == {"hits": 0, "compiles": 0, "rebuilds": 0, "fallbacks": 1}
+    assert r["stats"] == {"hits": 0, "compiles": 0, "rebuilds": 0, "fallbacks": 1,
+                          "evictions": 0}
     assert "no C++ compiler found" in err
     assert files(tmp_path / "c", "*.so") == []
 
@@ -221,3 +232,51 @@ def test_python_api(tmp_path, capsys):
     assert cache.main(["list", "--dir", str(tmp_path)]) == 0
     assert e["key"][:16] in capsys.readouterr().out
     assert cache.clear(str(tmp_path)) == 1 and cache.entries(str(tmp_path)) == []
+
+
+def test_prune_keeps_an_entry_a_process_holds(tmp_path):
+    run_child(tmp_path)  # entry 1: nobody holds it after this
+    (free_so,) = files(tmp_path, "*.so")
+    holder = subprocess.Popen([sys.executable, "-c", CHILD],
+                              env=_env(tmp_path, TEST_HW="9", TEST_HOLD="1"), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = holder.stdout.readline()  # the child has compiled and holds entry 2
+        assert json.loads(line)["stats"]["compiles"] == 1, holder.stderr.read()
+        (held_so,) = [f for f in files(tmp_path, "*.so") if f != free_so]
+        out = _cli(tmp_path, "prune", "--max-mb", "0", module="tbex cache")
+        assert "evicted 1 entries" in out and "kept 1" in out and "1 in use" in out
+        assert files(tmp_path, "*.so") == [held_so]
+        assert os.path.exists(held_so[:-3] + ".json")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=120)
+    # Released with its process: the next prune takes it.
+    out = _cli(tmp_path, "prune", "--max-mb", "0", module="tbex cache")
+    assert "evicted 1 entries" in out and "kept 0" in out
+    assert files(tmp_path, "*.so") == []
+
+
+def test_prune_defaults_to_the_cap(tmp_path):
+    run_child(tmp_path)
+    env_cap = dict(_env(tmp_path), TBEX_CACHE_MAX_MB="0")  # 0: no cap, nothing to do
+    p = subprocess.run([sys.executable, "-m", "tbex", "cache", "prune"], env=env_cap,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "evicted 0 entries" in p.stdout and "kept 1" in p.stdout
+    assert "cap      none" in subprocess.run(
+        [sys.executable, "-m", "tbex", "cache", "info"], env=env_cap, capture_output=True,
+        text=True, timeout=120).stdout
+    (e,) = cache.entries(str(tmp_path))
+    assert e["used"] is not None and e["used"] >= e["created"] - 1
+    r = cache.prune(e["size"] / 2**20 / 2, str(tmp_path))  # half an entry: it must go
+    assert r["evicted"] == 1 and r["evicted_bytes"] >= e["size"] and r["kept"] == 0
+    with pytest.raises(ValueError):
+        cache.prune(-1, str(tmp_path))
+
+
+def test_sha256_matches_hashlib():
+    rng = __import__("random").Random(0)
+    for n in (0, 3, 55, 56, 63, 64, 65, 1000, 1 << 20):
+        data = b"abc" if n == 3 else bytes(rng.getrandbits(8) for _ in range(n))
+        assert tbex._C.sha256_hex(data) == hashlib.sha256(data).hexdigest()

@@ -60,4 +60,16 @@ struct Selection {
 };
 Selection select_schedule(const Problem& problem, const CompileOptions& request = {});
 
+/** A tuning database entry (written by tbex::tune, tbex/tune.h; read by select()). */
+struct TuningEntry {
+  std::string schedule, variant;
+  double ms = 0;
+  std::string date;  ///< UTC, ISO 8601
+  int threads = 0;
+  std::string target;
+};
+
+/** TBEX_TUNING_DB, else <cache_dir()>/tuning.json. */
+std::string tuning_db_path();
+
 }  // namespace tbex

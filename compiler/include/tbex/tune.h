@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tbex/problem.h"
+#include "tbex/select.h"  // TuningEntry, tuning_db_path()
 
 namespace tbex {
 
@@ -42,18 +43,6 @@ struct TuneResult {
  * by 3%, else the untuned choice wins (noise on a shared machine). The threads are
  * num_threads(). UserError if no candidate runs. */
 TuneResult tune(const Problem& problem, const TuneOptions& options = {});
-
-/** A tuning database entry. */
-struct TuningEntry {
-  std::string schedule, variant;
-  double ms = 0;
-  std::string date;  ///< UTC, ISO 8601
-  int threads = 0;
-  std::string target;
-};
-
-/** TBEX_TUNING_DB, else <cache_dir()>/tuning.json. */
-std::string tuning_db_path();
 
 /** The entry for `problem` at num_threads() on the host target, if any. A missing or corrupt
  * file holds no entries (a corrupt one is logged under TBEX_LOG=tune and rewritten by the next

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -16,10 +15,13 @@
 
 #include "Halide.h"
 #include "codegen/aot_files.h"
-#include "codegen/files.h"
 #include "codegen/cpp_source.h"
 #include "lower/pipeline.h"
+#include "support/compilers.h"
+#include "support/files.h"
+#include "support/process.h"
 #include "tbex/errors.h"
+#include "tbex/knobs.h"
 #include "tbex/thread_pool.h"
 
 #ifndef TBEX_HALIDE_INCLUDE_DIR
@@ -31,8 +33,8 @@ namespace fs = std::filesystem;
 namespace tbex {
 namespace {
 
-using codegen::read_text;
-using codegen::write_text;
+using support::read_text;
+using support::write_text;
 
 const std::set<std::string> kEmitKinds{"static_library", "object", "header", "cpp"};
 
@@ -60,28 +62,15 @@ void check_options(const AotOptions& o) {
   fs::create_directories(o.out_dir);
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-/** Runs a host tool (the C compiler); its output goes to `log`, quoted in the error. */
-void run_tool(const std::string& cmd, const std::string& log) {
-  const int rc = std::system((cmd + " > " + shell_quote(log) + " 2>&1").c_str());
-  user_check(rc == 0, "", "CC",
-             "building the kernel wrapper failed (set TBEX_CC or CC to a C compiler): " + cmd + "\n" +
-                 read_text(log));
-}
-
-std::string c_compiler() {
-  if (const char* cc = std::getenv("TBEX_CC")) return cc;
-  if (const char* cc = std::getenv("CC")) return cc;
-  return "cc";
+/** Runs the host C compiler (its output is quoted in the error). */
+void run_cc(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = support::c_compiler();
+  argv.insert(argv.end(), args.begin(), args.end());
+  support::run_tool(argv, "CC", "building the kernel wrapper needs a C compiler: set TBEX_CC or CC");
 }
 
 std::string halide_include_dir() {
-  if (const char* d = std::getenv("TBEX_HALIDE_INCLUDE_DIR")) return d;
+  if (std::string d = knobs::get_string("TBEX_HALIDE_INCLUDE_DIR"); !d.empty()) return d;
   return TBEX_HALIDE_INCLUDE_DIR;
 }
 
@@ -118,10 +107,7 @@ void build_objects(const lower::Lowered& l, const AotOptions& o,
   const std::string wrapper_o = tmp.path + "/" + o.name + "_wrapper.o";
   Halide::Pipeline pipe = l.pipeline;
   pipe.compile_to({{Halide::OutputFileType::object, kernel_o}}, l.args, o.name + "_halide", kt);
-  const std::string cc = c_compiler();
-  run_tool(cc + " -std=c99 -O2 -fPIC -I" + shell_quote(halide_include_dir()) + " -c " +
-               shell_quote(wrapper_c) + " -o " + shell_quote(wrapper_o),
-           tmp.path + "/cc.log");
+  run_cc({"-std=c99", "-O2", "-fPIC", "-I" + halide_include_dir(), "-c", wrapper_c, "-o", wrapper_o});
   if (wants(o, "static_library")) {
     const std::string a = o.out_dir + "/" + o.name + ".a";
     fs::remove(a);  // the archive writer appends to an existing file
@@ -130,9 +116,7 @@ void build_objects(const lower::Lowered& l, const AotOptions& o,
   }
   if (wants(o, "object")) {
     const std::string obj = o.out_dir + "/" + o.name + ".o";
-    run_tool(cc + " -r -nostdlib " + shell_quote(kernel_o) + " " + shell_quote(wrapper_o) + " -o " +
-                 shell_quote(obj),
-             tmp.path + "/ld.log");
+    run_cc({"-r", "-nostdlib", kernel_o, wrapper_o, "-o", obj});
     files.push_back(obj);
   }
 }

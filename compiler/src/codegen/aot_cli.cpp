@@ -6,7 +6,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "frontend/json.h"
+#include "support/json.h"
 #include "tbex/aot.h"
 #include "tbex/errors.h"
 
@@ -67,29 +67,27 @@ TensorSpec parse_tensor(const std::string& s, const std::string& param) {
 }
 
 TensorSpec tensor_from_json(const json::Value& v, const std::string& param) {
-  user_check(v.kind == json::Value::Kind::kObject, "", param.c_str(),
-             "expected {\"shape\": [...], \"dtype\": \"...\"}");
-  const json::Value* shape = v.find("shape");
-  user_check(shape != nullptr, "", param.c_str(), "missing \"shape\"");
-  const json::Value* dtype = v.find("dtype");
-  return {shape->as_ints(param), dtype ? dtype->as_string(param) : std::string("float16")};
+  user_check(v.is_object(), "", param.c_str(), "expected {\"shape\": [...], \"dtype\": \"...\"}");
+  const auto dtype = v.find("dtype");
+  return {json::as_ints(json::member(v, "shape", param), param),
+          dtype != v.end() ? json::as_string(*dtype, param) : std::string("float16")};
 }
 
 void para_from_json(const json::Value& d, CallSpec& c) {
-  user_check(d.kind == json::Value::Kind::kObject, "", "para_dict", "expected an object");
-  for (const auto& [key, v] : d.object) {
-    if (v.kind == json::Value::Kind::kNull) continue;
-    if (key == "strides") c.para.strides = v.as_ints("strides");
-    else if (key == "pads") c.para.pads = v.as_ints("pads");
-    else if (key == "dilations") c.para.dilations = v.as_ints("dilations");
-    else if (key == "res_dtype") c.para.res_dtype = v.as_string("res_dtype");
-    else if (key == "kernel_name") c.para.kernel_name = v.as_string("kernel_name");
-    else if (key == "groups") c.para.groups = v.as_int("groups");
+  user_check(d.is_object(), "", "para_dict", "expected an object");
+  for (const auto& [key, v] : d.items()) {
+    if (v.is_null()) continue;
+    if (key == "strides") c.para.strides = json::as_ints(v, "strides");
+    else if (key == "pads") c.para.pads = json::as_ints(v, "pads");
+    else if (key == "dilations") c.para.dilations = json::as_ints(v, "dilations");
+    else if (key == "res_dtype") c.para.res_dtype = json::as_string(v, "res_dtype");
+    else if (key == "kernel_name") c.para.kernel_name = json::as_string(v, "kernel_name");
+    else if (key == "groups") c.para.groups = json::as_int(v, "groups");
     else if (key == "tensor_bias") c.bias = tensor_from_json(v, "tensor_bias");
     else if (key == "group_dict") {
-      user_check(v.kind == json::Value::Kind::kObject, "", "group_dict", "expected an object");
+      user_check(v.is_object(), "", "group_dict", "expected an object");
       std::map<std::string, int64_t> gd;
-      for (const auto& [gk, gv] : v.object) gd[gk] = gv.as_int("group_dict['" + gk + "']");
+      for (const auto& [gk, gv] : v.items()) gd[gk] = json::as_int(gv, "group_dict['" + gk + "']");
       c.para.group_dict = gd;
     }
     // Other keys (framework attributes TBE passes through) do not affect the math, as in Python.
@@ -102,15 +100,15 @@ void call_from_json(const std::string& path, CallSpec& c) {
   std::stringstream ss;
   ss << f.rdbuf();
   const json::Value doc = json::parse(ss.str(), "json");
-  user_check(doc.kind == json::Value::Kind::kObject, "", "json", "expected an object");
-  for (const auto& [key, v] : doc.object) {
-    if (key == "op") c.op = v.as_string("op");
+  user_check(doc.is_object(), "", "json", "expected an object");
+  for (const auto& [key, v] : doc.items()) {
+    if (key == "op") c.op = json::as_string(v, "op");
     else if (key == "x") c.x = tensor_from_json(v, "x");
     else if (key == "filter") c.filter = tensor_from_json(v, "filter");
     else if (key == "out_backprop") c.dy = tensor_from_json(v, "out_backprop");
     else if (key == "tensor_bias") c.bias = tensor_from_json(v, "tensor_bias");
-    else if (key == "filter_size") c.filter_size = v.as_ints("filter_size");
-    else if (key == "input_size") c.input_size = v.as_ints("input_size");
+    else if (key == "filter_size") c.filter_size = json::as_ints(v, "filter_size");
+    else if (key == "input_size") c.input_size = json::as_ints(v, "input_size");
     else if (key == "para_dict") para_from_json(v, c);
     else throw UserError("", "json", "unknown key '" + key + "'");
   }

@@ -21,7 +21,7 @@
  * The rest of Halide's output (native vector types via vector_size / ext_vector_type, its
  * helper classes, the runtime declarations) is kept as emitted: it is readable C++. */
 #include "codegen/cpp_source.h"
-#include "codegen/files.h"
+#include "support/files.h"
 
 #include <fstream>
 #include <regex>
@@ -31,6 +31,9 @@
 
 namespace tbex::codegen {
 namespace {
+
+using support::read_text;
+using support::write_text;
 
 /** Defines what Halide's output needs but does not declare; goes first in NAME.cpp. */
 constexpr const char* kPrelude = R"(#if defined(__GNUC__) && !defined(__clang__)

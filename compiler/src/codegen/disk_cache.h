@@ -2,11 +2,13 @@
 /** Content-addressed on-disk cache of compiled kernels as shared objects.
  *
  * Entry: <dir>/<key[:2]>/<key>.so (the kernel and its own copy of the Halide runtime, linked from
- * <dir>/runtime/<runtime key>.o; exports NAME_argv and the runtime's handler setters only), <key>.json (sidecar: the key fields, size and sha256 of the .so,
- * created time, schedule; used to validate), <key>.lock (flocked only while compiling).
- * key = sha256 of the key fields. Publishing is a write to a temp file in the same directory and
- * an atomic rename, so readers never see a partial file; an invalid entry (checksum mismatch,
- * dlopen or symbol failure) is deleted and rebuilt under the lock. */
+ * <dir>/runtime/<runtime key>.o; exports NAME_argv and the runtime's handler setters only),
+ * <key>.json (sidecar: the key fields, size and sha256 of the .so, created time, schedule; used
+ * to validate), <key>.lock (flocked only while compiling). key = sha256 of the key fields.
+ * Publishing is a write to a temp file in the same directory and an atomic rename, so readers
+ * never see a partial file; an invalid entry (checksum mismatch, dlopen or symbol failure) is
+ * deleted and rebuilt under the lock. Past TBEX_CACHE_MAX_MB, least recently used entries are
+ * evicted, never one a process has loaded (codegen/disk_cache_entry.h). */
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,7 +31,8 @@ struct Library {
   std::string path;
   /** The descriptor the library was loaded through (/proc/self/fd/N), held open while it is
    * loaded: the dynamic loader matches already-loaded objects by that name, so N must not name
-   * another library's file meanwhile. -1 when loaded by path. */
+   * another library's file meanwhile; it also holds the entry's shared (in-use) flock. -1 when
+   * loaded by path. */
   int fd = -1;
   ~Library();
 };
@@ -37,7 +40,6 @@ struct Library {
 /** The fields every key starts with: tbex version and build, Halide and LLVM versions. */
 Fields base_fields();
 
-std::string sha256_hex(const void* data, size_t n);
 std::string key_of(const Fields& fields);
 
 /** How to write an entry's objects. */

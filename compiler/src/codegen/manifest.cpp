@@ -1,49 +1,16 @@
 /** NAME.manifest.json: what a kernel is (op, problem, operands, groups, schedule) and what built
  * it (target, tbex / Halide / LLVM versions), for tools that pick or audit AOT kernels. */
-#include <sstream>
-
 #include "Halide.h"
 #include "codegen/aot_files.h"
-
-#ifndef TBEX_VERSION
-#error "TBEX_VERSION is defined by CMake (project version)"
-#endif
+#include "support/json.h"
+#include "tbex/version.h"
 
 namespace tbex::codegen {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (c == '\n') out += "\\n";
-    else if ((unsigned char)c < 0x20) out += ' ';
-    else out += c;
-  }
-  return out + "\"";
-}
-
-std::string ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-template <size_t N>
-std::string ints(const std::array<int64_t, N>& a) {
-  return ints(std::vector<int64_t>(a.begin(), a.end()));
-}
-
-std::string strings(const std::vector<std::string>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + quote(v[i]);
-  return s + "]";
-}
-
-std::string operand(const std::string& name, const std::vector<int64_t>& shape, DType t,
+json::Value operand(const std::string& name, const std::vector<int64_t>& shape, DType t,
                     const std::string& layout) {
-  return "{\"name\": " + quote(name) + ", \"shape\": " + ints(shape) + ", \"dtype\": " +
-         quote(dtype_name(t)) + ", \"layout\": " + quote(layout) + "}";
+  return {{"name", name}, {"shape", shape}, {"dtype", dtype_name(t)}, {"layout", layout}};
 }
 
 std::string layout_of(const Problem& p, const std::string& name) {
@@ -63,44 +30,51 @@ std::string llvm_version() {
 }  // namespace
 
 std::string aot_manifest(const Problem* p, const AotBuildInfo& info) {
-  std::ostringstream o;
-  o << "{\n  \"name\": " << quote(info.name) << ",\n";
+  json::Value m;
+  m["name"] = info.name;
   if (!p) {
-    o << "  \"op\": \"halide_runtime\",\n";
+    m["op"] = "halide_runtime";
   } else {
     const ConvGeometry& g = p->geo;
-    o << "  \"op\": " << quote(op_name(p->op)) << ",\n"
-      << "  \"problem\": " << quote(p->canonical()) << ",\n"
-      << "  \"kernel_name\": " << quote(p->kernel_name) << ",\n"
-      << "  \"inputs\": [\n";
+    m["op"] = op_name(p->op);
+    m["problem"] = p->canonical();
+    m["kernel_name"] = p->kernel_name;
     const auto shapes = p->input_shapes();
     const auto dtypes = p->input_dtypes();
     const auto names = p->input_names();
+    json::Value inputs = json::Value::array();
     for (size_t i = 0; i < shapes.size(); ++i)
-      o << "    " << operand(names[i], shapes[i], dtypes[i], layout_of(*p, names[i]))
-        << (i + 1 < shapes.size() ? "," : "") << "\n";
-    o << "  ],\n  \"output\": " << operand("out", p->output_shape(), p->res_dtype, layout_of(*p, "out"))
-      << ",\n  \"kernel_output_extents\": " << ints(kernel_output_extents(*p)) << ",\n"
-      << "  \"group_dict\": {\"real_g\": " << p->group.real_g << ", \"mag_factor\": " << p->group.mag_factor
-      << ", \"cin1_g\": " << p->group.cin1_g << ", \"cout_g\": " << p->group.cout_g
-      << ", \"cin_ori\": " << p->group.cin_ori << ", \"cout_ori\": " << p->group.cout_ori << "},\n"
-      << "  \"geometry\": {\"N\": " << g.n << ", \"Cin\": " << g.cin << ", \"Cout\": " << g.cout
-      << ", \"groups\": " << g.groups << ", \"in_dhw\": " << ints(g.in) << ", \"out_dhw\": " << ints(g.out)
-      << ", \"kernel_dhw\": " << ints(g.kernel) << ", \"strides_dhw\": " << ints(g.stride)
-      << ", \"dilations_dhw\": " << ints(g.dilation) << ", \"pads\": " << ints(g.pads) << "},\n"
-      << "  \"schedule\": " << quote(info.schedule) << ",\n"
-      << "  \"variant\": " << quote(info.variant) << ",\n"
-      << "  \"selected_by\": " << quote(info.selected_by) << ",\n"
-      << "  \"schedule_detail\": " << quote(info.schedule_detail) << ",\n"
-      << "  \"threads_planned\": " << info.threads << ",\n";
+      inputs.push_back(operand(names[i], shapes[i], dtypes[i], layout_of(*p, names[i])));
+    m["inputs"] = inputs;
+    m["output"] = operand("out", p->output_shape(), p->res_dtype, layout_of(*p, "out"));
+    m["kernel_output_extents"] = kernel_output_extents(*p);
+    m["group_dict"] = {{"real_g", p->group.real_g},   {"mag_factor", p->group.mag_factor},
+                       {"cin1_g", p->group.cin1_g},   {"cout_g", p->group.cout_g},
+                       {"cin_ori", p->group.cin_ori}, {"cout_ori", p->group.cout_ori}};
+    m["geometry"] = {{"N", g.n},
+                     {"Cin", g.cin},
+                     {"Cout", g.cout},
+                     {"groups", g.groups},
+                     {"in_dhw", g.in},
+                     {"out_dhw", g.out},
+                     {"kernel_dhw", g.kernel},
+                     {"strides_dhw", g.stride},
+                     {"dilations_dhw", g.dilation},
+                     {"pads", g.pads}};
+    m["schedule"] = info.schedule;
+    m["variant"] = info.variant;
+    m["selected_by"] = info.selected_by;
+    m["schedule_detail"] = info.schedule_detail;
+    m["threads_planned"] = info.threads;
   }
-  o << "  \"target\": " << quote(info.target) << ",\n"
-    << "  \"tbex_version\": " << quote(TBEX_VERSION) << ",\n"
-    << "  \"halide_version\": \"" << HALIDE_VERSION_MAJOR << "." << HALIDE_VERSION_MINOR << "."
-    << HALIDE_VERSION_PATCH << "\",\n"
-    << "  \"llvm_version\": " << quote(llvm_version()) << ",\n"
-    << "  \"files\": " << strings(info.files) << "\n}\n";
-  return o.str();
+  m["target"] = info.target;
+  m["tbex_version"] = TBEX_VERSION_STRING;
+  m["halide_version"] = std::to_string(HALIDE_VERSION_MAJOR) + "." +
+                        std::to_string(HALIDE_VERSION_MINOR) + "." +
+                        std::to_string(HALIDE_VERSION_PATCH);
+  m["llvm_version"] = llvm_version();
+  m["files"] = info.files;
+  return json::to_text(m);
 }
 
 }  // namespace tbex::codegen

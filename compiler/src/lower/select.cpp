@@ -6,7 +6,7 @@
 #include "tbex/errors.h"
 #include "tbex/log.h"
 #include "tbex/thread_pool.h"
-#include "tune/tuning_db.h"
+#include "lower/tuning_db.h"
 
 namespace tbex::lower {
 namespace {
@@ -103,8 +103,7 @@ template <class S>
 bool tuned(const std::vector<const S*>& reg, const Problem& p, const sched::Context& ctx,
            Decision& d) {
   TuningEntry e;
-  tuning::Key key = tuning::key_of(p, ctx.threads);
-  key.target = ctx.target.to_string();
+  const tuning::Key key = tuning::key_of(p, ctx.threads, ctx.target.to_string());
   const std::string path = tuning_db_path();
   if (!tuning::lookup(path, key, e)) {
     if (log::enabled("dispatch")) log::print("dispatch", "  no tuning database entry in " + path);

@@ -9,13 +9,13 @@
 #include <ctime>
 #include <random>
 
-#include "tbex/log.h"
 #include "codegen/jit.h"
 #include "lower/select.h"
+#include "lower/tuning_db.h"
 #include "tbex/errors.h"
 #include "tbex/kernel.h"
+#include "tbex/log.h"
 #include "tbex/thread_pool.h"
-#include "tune/tuning_db.h"
 
 namespace tbex {
 namespace {
@@ -189,7 +189,7 @@ TuneResult tune(const Problem& problem, const TuneOptions& options) {
                            (result.variant.empty() ? "" : " [" + result.variant + "]") + " " +
                            fmt(result.ms) + " (untuned " + fmt(result.default_ms) + ")");
   if (options.store) {
-    const tuning::Key key = tuning::key_of(problem, threads);
+    const tuning::Key key = tuning::key_of(problem, threads, lower::host_target().to_string());
     const TuningEntry entry{result.schedule, result.variant, result.ms, utc_now(), threads, key.target};
     const std::string path = tuning_db_path();
     const std::string err = tuning::store(path, key, entry, result.default_ms);
@@ -200,7 +200,7 @@ TuneResult tune(const Problem& problem, const TuneOptions& options) {
 }
 
 bool find_tuning(const Problem& problem, TuningEntry& entry) {
-  return tuning::lookup(tuning_db_path(), tuning::key_of(problem, num_threads()), entry);
+  return tuning::lookup(tuning_db_path(), tuning::key_of(problem, num_threads(), lower::host_target().to_string()), entry);
 }
 
 }  // namespace tbex

@@ -1,9 +1,10 @@
 #pragma once
 /** The tuning database file (see tbex/tune.h): read with a cache on (mtime, size), written as a
- * whole under an flock on <path>.lock, published by temp file + rename. */
+ * whole under an flock on <path>.lock, published by temp file + rename. Selection reads it;
+ * tune() writes it. */
 #include <string>
 
-#include "tbex/tune.h"
+#include "tbex/select.h"
 
 namespace tbex::tuning {
 
@@ -13,8 +14,8 @@ struct Key {
   int threads = 0;
 };
 
-/** The key of `problem` at `threads` on the host target and this tbex version. */
-Key key_of(const Problem& problem, int threads);
+/** The key of `problem` at `threads` for `target` (a Halide target string) and this tbex version. */
+Key key_of(const Problem& problem, int threads, const std::string& target);
 
 bool lookup(const std::string& path, const Key& key, TuningEntry& entry);
 

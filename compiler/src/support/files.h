@@ -1,0 +1,48 @@
+#pragma once
+/** Files as the compiler uses them: whole-file text I/O, atomic publication (temp file + rename:
+ * readers see the old file or the new one, never a partial one), directories and flock locks. */
+#include <string>
+
+namespace tbex::support {
+
+/** The file's bytes; "" when it cannot be read (callers that need it check first). */
+std::string read_text(const std::string& path);
+/** Writes (truncates) the file; InternalError when it cannot. */
+void write_text(const std::string& path, const std::string& text);
+
+/** A name next to `path` no other writer (thread or process) uses: `path`.tmp.<pid>.<unique>. */
+std::string temp_name(const std::string& path);
+
+/** Writes `text` to a temp file next to `path` and renames it over `path`; "" or why not. */
+std::string write_atomic(const std::string& path, const std::string& text);
+
+/** Creates `dir` and its parents; "" or why not. */
+std::string make_dirs(const std::string& dir);
+/** make_dirs of the directory holding `path` (nothing for a bare file name). */
+std::string make_parent_dirs(const std::string& path);
+
+/** flock() retried on EINTR; false when the lock is not taken (LOCK_NB and busy, or an error). */
+bool flock_retry(int fd, int operation);
+
+/** An exclusive flock on a lock file (created if missing) for the object's lifetime. The lock
+ * is checked to still be on the file the path names, so a lock file deleted meanwhile (cache
+ * eviction, `cache clear`) never leaves two holders. */
+class FileLock {
+ public:
+  enum class Wait { kBlock, kTry };
+  FileLock(const std::string& path, Wait wait = Wait::kBlock);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  /** Held: the file could be opened and (for kTry) nobody else holds it. */
+  bool held() const { return fd_ >= 0; }
+  /** Why not held ("" when held). */
+  const std::string& error() const { return error_; }
+
+ private:
+  int fd_ = -1;
+  std::string error_;
+};
+
+}  // namespace tbex::support
