@@ -1,6 +1,6 @@
 // One builder for every route in: the TBE frontend (6HD / FRACTAL_Z_3D shapes + para_dict) and
 // convolution_backward (framework NCHW arguments) build the identical Problem for one
-// convolution; make_problem's own checks.
+// convolution (make_problem's own errors: test_errors.cpp).
 #include <gtest/gtest.h>
 
 #include "api/conv_backward_impl.h"
@@ -171,103 +171,6 @@ TEST(ProblemRoutes, WorkspaceLayout) {
   EXPECT_GT(split.bytes, split.dw_out);
   for (uint64_t off : {split.dx_w, split.dx_go, split.dx_out, split.dw_go, split.dw_in, split.dw_out})
     EXPECT_EQ(off % 64, 0u);
-}
-
-template <class F>
-void expect_user_error(F&& f, const std::string& code, const std::string& param) {
-  try {
-    f();
-    ADD_FAILURE() << "no UserError (expected code '" << code << "', param '" << param << "')";
-  } catch (const UserError& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_EQ(e.param(), param) << e.what();
-  }
-}
-
-ConvGeometry geometry(const Conv& c) {
-  ConvGeometry g;
-  g.n = c.n, g.cin = c.cin, g.cout = c.cout, g.groups = c.groups;
-  g.in = c.dhw(c.in), g.out = c.dhw(c.out()), g.kernel = c.dhw(c.k), g.stride = c.dhw(c.s);
-  g.dilation = c.dhw(c.dil);
-  const auto p = c.pads6();
-  std::copy(p.begin(), p.end(), g.pads.begin());
-  return g;
-}
-
-constexpr OpKind kOps[] = {OpKind::kBackpropFilter, OpKind::kBackpropInput, OpKind::kForward};
-constexpr DType f32 = DType::kFloat32, f16 = DType::kFloat16, bf16 = DType::kBFloat16;
-
-TEST(MakeProblem, GroupDictFollowsTheFilterPacking) {
-  const ConvGeometry g = geometry(kConvs[3]);
-  EXPECT_TRUE(make_problem(OpKind::kBackpropFilter, g, f32, f32).group == derive_group_dict(20, 36, 4));
-  EXPECT_TRUE(make_problem(OpKind::kBackpropInput, g, f32, f32).group == derive_group_dict(20, 36, 4));
-  EXPECT_TRUE(make_problem(OpKind::kForward, g, f32, f32).group == derive_group_dict(36, 20, 4));
-  EXPECT_EQ(make_forward_problem(g, f16, f32, "k").canonical(),
-            make_problem(OpKind::kForward, g, f16, f32, "k").canonical());
-}
-
-TEST(MakeProblem, Dtypes) {
-  const ConvGeometry g = geometry(kConvs[0]);
-  expect_user_error([&] { make_problem(OpKind::kBackpropFilter, g, f16, f16); }, "", "res_dtype");
-  const Problem dx = make_problem(OpKind::kBackpropInput, g, f16, f16, "", f32);
-  EXPECT_TRUE(dx.has_bias);
-  EXPECT_EQ(dx.input_shapes().size(), 3u);
-  EXPECT_NE(dx.canonical().find("_bias_float32"), std::string::npos) << dx.canonical();
-  EXPECT_TRUE(make_problem(OpKind::kBackpropInput, g, bf16, f32, "", bf16).has_bias);
-  expect_user_error([&] { make_problem(OpKind::kBackpropInput, g, f16, f16, "", bf16); }, "", "tensor_bias");
-  expect_user_error([&] { make_problem(OpKind::kBackpropFilter, g, f32, f32, "", f32); }, "", "tensor_bias");
-  expect_user_error([&] { make_problem(OpKind::kForward, g, f32, f32, "", f32); }, "", "tensor_bias");
-}
-
-TEST(MakeProblem, GeometryErrorsForEveryOp) {
-  for (OpKind op : kOps) {
-    const bool fwd = op == OpKind::kForward;
-    const std::string what = op_name(op);
-    ConvGeometry g = geometry(kConvs[0]);
-    g.groups = 5;  // 32 % 5
-    expect_user_error([&] { make_problem(op, g, f32, f32); }, "E60038", "groups");
-    g.groups = 0;
-    expect_user_error([&] { make_problem(op, g, f32, f32); }, "E60038", "groups");
-    g = geometry(kConvs[0]);
-    g.n = 0;
-    expect_user_error([&] { make_problem(op, g, f32, f32); }, "", "shape");
-    g = geometry(kConvs[0]);
-    g.dilation[1] = 0;
-    expect_user_error([&] { make_problem(op, g, f32, f32); }, "", "strides");
-    g = geometry(kConvs[0]);
-    g.pads[4] = -1;
-    expect_user_error([&] { make_problem(op, g, f32, f32); }, "", "pads");
-    const char* too_big[3] = {"E60014", "E60015", "E62507"};
-    const char* out_rule[3] = {"E60024", "E60025", "E62508"};
-    for (int i = 0; i < 3; ++i) {
-      g = geometry(kConvs[0]);
-      g.kernel[i] = g.in[i] + 3;  // pads 1 + 1: one more than fits
-      expect_user_error([&] { make_problem(op, g, f32, f32); }, too_big[i], fwd ? "kernel" : "filter_size");
-      g = geometry(kConvs[0]);
-      g.out[i] += 1;
-      expect_user_error([&] { make_problem(op, g, f32, f32); }, out_rule[i], fwd ? "out" : "out_backprop");
-    }
-  }
-}
-
-// Framework-level errors stay in the framework's terms (the builder's never show for arguments
-// the framework checks accept).
-TEST(ProblemRoutes, FrameworkErrorsNameFrameworkArguments) {
-  ConvBackwardArgs a = framework_args(kConvs[1], false);
-  a.grad_output_shape[3] += 1;
-  try {
-    conv_bwd::check_args(a);
-    ADD_FAILURE() << "no UserError";
-  } catch (const UserError& e) {
-    EXPECT_EQ(e.param(), "grad_output");
-    EXPECT_NE(std::string(e.what()).find("aclnn: gradOutput"), std::string::npos) << e.what();
-  }
-  a = framework_args(kConvs[0], false);
-  a.groups = 3;
-  expect_user_error([&] { conv_bwd::check_args(a); }, "", "groups");
-  a = framework_args(kConvs[0], true);
-  a.output_padding[0] = 1;  // stride 1
-  expect_user_error([&] { conv_bwd::check_args(a); }, "", "output_padding");
 }
 
 }  // namespace
