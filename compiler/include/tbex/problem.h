@@ -102,7 +102,7 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
                                     const std::vector<int64_t>& bias_shape = {},
                                     DType bias_dtype = DType::kFloat32);
 
-/** The one builder of a Problem: the TBE frontends below (after parsing shapes and para_dict
+/** The one builder of a Problem: the TBE frontends above (after parsing shapes and para_dict
  * into a ConvGeometry) and convolution_backward (from framework arguments) both end here, so one
  * geometry with one set of dtypes gives one Problem whichever way it came in. Checks (UserError,
  * codes in docs/validation.md): sizes, strides, dilations > 0 and pads >= 0; groups divide Cin and

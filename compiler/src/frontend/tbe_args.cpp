@@ -34,6 +34,22 @@ std::vector<int64_t> or_default(const std::optional<std::vector<int64_t>>& v,
   return v ? *v : dflt;
 }
 
+/** N, the input's D, H, W (from `n_from`), out_backprop's Do, Ho, Wo, the kernel and Cout. */
+ConvGeometry sizes(int64_t n, const char* n_from, const std::array<int64_t, 3>& in,
+                   const std::vector<int64_t>& dy_shape, const std::array<int64_t, 3>& kernel,
+                   int64_t cout) {
+  user_check(n == dy_shape[0], "E62503", "out_backprop",
+             "batch " + std::to_string(dy_shape[0]) + " differs from " + n_from + "'s batch " +
+                 std::to_string(n));
+  ConvGeometry g;
+  g.n = n;
+  g.in = in;
+  g.out = {dy_shape[1], dy_shape[3], dy_shape[4]};
+  g.kernel = kernel;
+  g.cout = cout;
+  return g;
+}
+
 /** Where D, H, W and N, C sit in a 5-int list: dW's dilations are N,D,C,H,W; dX's strides and
  * dilations are N,D,H,W,C. */
 struct AxisOrder {
@@ -156,15 +172,8 @@ Problem make_backprop_filter_problem(const std::vector<int64_t>& x_shape, DType 
   check_len(filter_size, 5, "filter_size");
   check_positive(filter_size, "filter_size");
 
-  ConvGeometry g;
-  user_check(x_shape[0] == dy_shape[0], "E62503", "out_backprop",
-             "batch " + std::to_string(dy_shape[0]) + " differs from x's batch " +
-                 std::to_string(x_shape[0]));
-  g.n = x_shape[0];
-  g.in = {x_shape[1], x_shape[3], x_shape[4]};
-  g.out = {dy_shape[1], dy_shape[3], dy_shape[4]};
-  g.kernel = {filter_size[1], filter_size[3], filter_size[4]};
-  g.cout = filter_size[0];
+  ConvGeometry g = sizes(x_shape[0], "x", {x_shape[1], x_shape[3], x_shape[4]}, dy_shape,
+                         {filter_size[1], filter_size[3], filter_size[4]}, filter_size[0]);
   if (para.group_dict && para.group_dict->count("cout_ori"))
     user_check(para.group_dict->at("cout_ori") == g.cout, "E60038", "group_dict['cout_ori']",
                "is " + std::to_string(para.group_dict->at("cout_ori")) +
@@ -197,15 +206,8 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
   check_len(input_size, 5, "input_size");
   check_positive(input_size, "input_size");
 
-  ConvGeometry g;
-  user_check(input_size[0] == dy_shape[0], "E62503", "out_backprop",
-             "batch " + std::to_string(dy_shape[0]) + " differs from input_size's batch " +
-                 std::to_string(input_size[0]));
-  g.n = input_size[0];
-  g.in = {input_size[1], input_size[2], input_size[3]};
-  g.out = {dy_shape[1], dy_shape[3], dy_shape[4]};
-  g.kernel = {filter_size[2], filter_size[3], filter_size[4]};
-  g.cout = filter_size[0];
+  ConvGeometry g = sizes(input_size[0], "input_size", {input_size[1], input_size[2], input_size[3]},
+                         dy_shape, {filter_size[2], filter_size[3], filter_size[4]}, filter_size[0]);
   parse_window(g, para, kNDHWC, /*five_strides=*/true);
   resolve_groups(g, filter_size[1], para, input_size[4]);
   check_dy_blocks(g, dy_shape);
