@@ -1,5 +1,5 @@
-// Every semantic check of SPEC section 5 raises tbex::UserError with its TBE code, naming the
-// parameter; Ascend-only hardware limits are accepted.
+// Every semantic check (codes: docs/validation.md) raises tbex::UserError with its TBE code,
+// naming the parameter; Ascend-only hardware limits are accepted.
 #include <gtest/gtest.h>
 
 #include "tbex/tbex.h"
@@ -7,7 +7,7 @@
 namespace tbex {
 namespace {
 
-// Valid baseline: the TBE doc example (SPEC section 8), fp16.
+// Valid baseline: the TBE doc example, fp16.
 struct DwArgs {
   std::vector<int64_t> x{16, 8, 1, 72, 72, 16}, dy{16, 4, 1, 36, 36, 16}, fs{16, 2, 16, 3, 3};
   DType xt = DType::kFloat16, yt = DType::kFloat16;
@@ -325,6 +325,63 @@ TEST(Errors, ForwardKernelRunChecksOperands) {
   TensorArg bad_y = ya;
   bad_y.shape[2] = 1;
   expect_user_error([&] { k->run({xa, fa}, bad_y); }, "", "out");
+}
+
+// make_problem, the builder every route ends in: its checks hold for every op and name the
+// op's own parameters.
+constexpr DType f32 = DType::kFloat32, f16 = DType::kFloat16, bf16 = DType::kBFloat16;
+
+TEST(Errors, MakeProblemGeometryForEveryOp) {
+  for (OpKind op : {OpKind::kBackpropFilter, OpKind::kBackpropInput, OpKind::kForward}) {
+    const bool fwd = op == OpKind::kForward;
+    EXPECT_EQ(make_problem(op, fwd_geometry(), f32, f32).op, op);
+    ConvGeometry g = fwd_geometry();
+    g.groups = 3;  // 16 % 3
+    expect_user_error([&] { make_problem(op, g, f32, f32); }, "E60038", "groups");
+    g = fwd_geometry();
+    g.n = 0;
+    expect_user_error([&] { make_problem(op, g, f32, f32); }, "", "shape");
+    g = fwd_geometry();
+    g.dilation[1] = 0;
+    expect_user_error([&] { make_problem(op, g, f32, f32); }, "", "strides");
+    g = fwd_geometry();
+    g.pads[4] = -1;
+    expect_user_error([&] { make_problem(op, g, f32, f32); }, "", "pads");
+    const char* too_big[3] = {"E60014", "E60015", "E62507"};
+    const char* out_rule[3] = {"E60024", "E60025", "E62508"};
+    for (int i = 0; i < 3; ++i) {
+      g = fwd_geometry();
+      g.kernel[i] = g.in[i] + 3;  // pads 1 + 1: one more than fits
+      expect_user_error([&] { make_problem(op, g, f32, f32); }, too_big[i], fwd ? "kernel" : "filter_size");
+      g = fwd_geometry();
+      g.out[i] += 1;
+      expect_user_error([&] { make_problem(op, g, f32, f32); }, out_rule[i], fwd ? "out" : "out_backprop");
+    }
+  }
+}
+
+TEST(Errors, MakeProblemDtypesAndBias) {
+  const ConvGeometry g = fwd_geometry();
+  expect_user_error([&] { make_problem(OpKind::kBackpropFilter, g, f16, f16); }, "", "res_dtype");
+  const Problem dx = make_problem(OpKind::kBackpropInput, g, f16, f16, "", f32);
+  EXPECT_TRUE(dx.has_bias);
+  EXPECT_EQ(dx.input_shapes().size(), 3u);
+  EXPECT_NE(dx.canonical().find("_bias_float32"), std::string::npos) << dx.canonical();
+  EXPECT_TRUE(make_problem(OpKind::kBackpropInput, g, bf16, f32, "", bf16).has_bias);
+  expect_user_error([&] { make_problem(OpKind::kBackpropInput, g, f16, f16, "", bf16); }, "", "tensor_bias");
+  expect_user_error([&] { make_problem(OpKind::kBackpropFilter, g, f32, f32, "", f32); }, "", "tensor_bias");
+  expect_user_error([&] { make_problem(OpKind::kForward, g, f32, f32, "", f32); }, "", "tensor_bias");
+}
+
+// The forward conv's filter is the per-group transposed weight: its group_dict swaps Cin / Cout.
+TEST(Errors, MakeProblemGroupDictFollowsTheFilterPacking) {
+  ConvGeometry g = fwd_geometry();
+  g.groups = 4;
+  EXPECT_TRUE(make_problem(OpKind::kBackpropFilter, g, f32, f32).group == derive_group_dict(16, 32, 4));
+  EXPECT_TRUE(make_problem(OpKind::kBackpropInput, g, f32, f32).group == derive_group_dict(16, 32, 4));
+  EXPECT_TRUE(make_problem(OpKind::kForward, g, f32, f32).group == derive_group_dict(32, 16, 4));
+  EXPECT_EQ(make_forward_problem(g, f16, f32, "k").canonical(),
+            make_problem(OpKind::kForward, g, f16, f32, "k").canonical());
 }
 
 }  // namespace

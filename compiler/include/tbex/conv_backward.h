@@ -26,7 +26,7 @@ struct StridedTensor {
   DType dtype = DType::kFloat32;
 };
 
-/** aclnn's cubeMathType, with its CPU meaning (see docs in conv_backward.cpp / README). */
+/** aclnn's cubeMathType, with its CPU meaning (see compiler/src/api/conv_backward_impl.h / README). */
 enum class CubeMath : int {
   kKeepDtype = 0,               ///< compute from the inputs' own values (fp32 accumulation)
   kAllowFp32DownPrecision = 1,  ///< CPU: same as kKeepDtype (fp32 is the fast path here)

@@ -42,7 +42,7 @@ struct Problem {
   ConvGeometry geo;
   /** The filter packing's group_dict: derive_group_dict(Cin, Cout, groups) for dW and dX; for
    * kForward derive_group_dict(Cout, Cin, groups), because its filter is the FRACTAL_Z_3D of the
-   * per-group transposed weight (see make_forward_problem). */
+   * per-group transposed weight (see make_problem). */
   GroupDict group;
   DType in_dtype = DType::kFloat32;   ///< x and dy (dW), filter and dy (dX), x and filter (forward)
   DType res_dtype = DType::kFloat32;  ///< output element type
@@ -83,7 +83,11 @@ struct ParaDict {
   std::optional<int64_t> groups;
 };
 
-/** dsl.conv3d_backprop_filter: x and out_backprop are 6HD, filter_size is [Cout, Kd, Cin/groups, Kh, Kw]. */
+/** The TBE frontends: parse the operands' shapes and para_dict into a ConvGeometry, check what
+ * only TBE's arguments can get wrong (C0, C1 blocks, batch, para_dict lengths and N/C positions,
+ * group_dict keys), then call make_problem.
+ *
+ * dsl.conv3d_backprop_filter: x and out_backprop are 6HD, filter_size is [Cout, Kd, Cin/groups, Kh, Kw]. */
 Problem make_backprop_filter_problem(const std::vector<int64_t>& x_shape, DType x_dtype,
                                      const std::vector<int64_t>& dy_shape, DType dy_dtype,
                                      const std::vector<int64_t>& filter_size, const ParaDict& para);
@@ -98,8 +102,16 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
                                     const std::vector<int64_t>& bias_shape = {},
                                     DType bias_dtype = DType::kFloat32);
 
-/** The forward conv of `geo` (N, Cin, Cout, groups, in, out, kernel, stride, dilation, pads;
- * out must follow the output size rule). Operands, in kernel argument order:
+/** The one builder of a Problem: the TBE frontends above (after parsing shapes and para_dict
+ * into a ConvGeometry) and convolution_backward (from framework arguments) both end here, so one
+ * geometry with one set of dtypes gives one Problem whichever way it came in. Checks (UserError,
+ * codes in docs/validation.md): sizes, strides, dilations > 0 and pads >= 0; groups divide Cin and
+ * Cout (E60038); per spatial dim the dilated kernel fits the padded input (E60014 / E60015 /
+ * E62507) and out follows the output size rule (E60024 / E60025 / E62508), naming filter_size /
+ * out_backprop for dW and dX and the ConvGeometry fields kernel / out for the forward conv; the
+ * op's dtypes: dW's res_dtype is float32, a tensor_bias (dX only) is float32 or in_dtype.
+ *
+ * kForward operands, in kernel argument order:
  *  - x: 6HD (N, D, C1, H, W, 16), in_dtype;
  *  - filter: in_dtype, the FRACTAL_Z_3D packing of the per-group transposed weight
  *    T[g*cin_pg + i, o, k] = W[g*cout_pg + o, i, k], T = [Cin, Cout/groups, Kd, Kh, Kw]: exactly
@@ -108,10 +120,19 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
  *  - y (output): 6HD (N, Do, Co1, Ho, Wo, 16), res_dtype; lanes of channels >= Cout are 0.
  * y[n, co, o] = sum over ci in co's group and taps k of x[n, ci, o*s + k*dil - pad_head] *
  * W[co, ci - g*cin_pg, k], x zero outside its volume; fp32 accumulation. */
-Problem make_forward_problem(const ConvGeometry& geo, DType in_dtype, DType res_dtype,
-                             const std::string& kernel_name = "");
+Problem make_problem(OpKind op, const ConvGeometry& geo, DType in_dtype, DType res_dtype,
+                     const std::string& kernel_name = "",
+                     std::optional<DType> bias_dtype = std::nullopt);
 
-/** Validates an already-built problem (what the two makers above end with). */
+/** make_problem for OpKind::kForward (kept as a name: tests and tools build forward problems
+ * directly from a geometry). */
+inline Problem make_forward_problem(const ConvGeometry& geo, DType in_dtype, DType res_dtype,
+                                    const std::string& kernel_name = "") {
+  return make_problem(OpKind::kForward, geo, in_dtype, res_dtype, kernel_name);
+}
+
+/** Re-checks a built problem: geometry, spatial rules, group_dict in sync, sizes (what
+ * make_problem ends with). */
 void validate(const Problem& p);
 
 }  // namespace tbex
