@@ -1,5 +1,4 @@
 #include "schedules/registry.h"
-#include "tbex/kernel.h"
 
 namespace tbex::sched {
 
@@ -47,8 +46,3 @@ std::vector<std::string> registry_names(OpKind op, bool own_only) {
 }
 
 }  // namespace tbex::sched
-
-namespace tbex {
-std::vector<std::string> schedule_names(OpKind op) { return sched::registry_names(op); }
-std::vector<std::string> own_schedule_names(OpKind op) { return sched::registry_names(op, true); }
-}  // namespace tbex

@@ -213,6 +213,10 @@ std::vector<std::pair<std::string, std::string>> explain(const Problem& p) {
 
 namespace tbex {
 
+std::vector<std::string> schedule_names(OpKind op) { return sched::registry_names(op); }
+
+std::vector<std::string> own_schedule_names(OpKind op) { return sched::registry_names(op, true); }
+
 std::vector<std::string> schedule_candidates(const Problem& problem, const std::string& name) {
   validate(problem);
   return lower::candidates(problem, name, num_threads(), lower::host_target());
