@@ -1,4 +1,4 @@
-// Every semantic check of SPEC section 5 raises tbex::UserError with its TBE code, naming the
+// Every semantic check of docs/validation.md raises tbex::UserError with its TBE code, naming the
 // parameter; Ascend-only hardware limits are accepted.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 namespace tbex {
 namespace {
 
-// Valid baseline: the TBE doc example (SPEC section 8), fp16.
+// Valid baseline: the TBE DSL documentation's example (examples/tbe_doc_example.py), fp16.
 struct DwArgs {
   std::vector<int64_t> x{16, 8, 1, 72, 72, 16}, dy{16, 4, 1, 36, 36, 16}, fs{16, 2, 16, 3, 3};
   DType xt = DType::kFloat16, yt = DType::kFloat16;

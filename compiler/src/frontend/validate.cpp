@@ -1,4 +1,4 @@
-/** TBE arguments -> typed Problem, with every semantic check of SPEC section 5.
+/** TBE arguments -> typed Problem, with every semantic check of docs/validation.md.
  *
  * Ascend hardware limits (stride <= 63, sizes <= 4096, pad < kernel, buffer sizes) are
  * deliberately not enforced: a CPU computes those problems. */
@@ -13,7 +13,7 @@ namespace tbex {
 namespace {
 
 constexpr const char* kDimName[3] = {"D", "H", "W"};
-// SPEC section 5 codes, indexed by spatial dim D, H, W.
+// TBE's codes for these checks differ per spatial dim: D, H, W.
 constexpr const char* kKernelTooBig[3] = {"E60014", "E60015", "E62507"};
 constexpr const char* kOutSizeRule[3] = {"E60024", "E60025", "E62508"};
 /** Largest tensor tbex accepts: 2^46 bytes (64 TiB) keeps every offset far from int64 overflow. */
