@@ -110,7 +110,8 @@ class Schedule:
         return _C.schedule_candidates(self.res.problem, schedule)
 
     def explain(self):
-        """[(schedule name, "" if it applies else why not)], best first."""
+        """[(schedule name, "" if it applies else why not)] in registry order; the cost model
+        ranks them (``rank()``)."""
         return self.res.problem.explain_schedules()
 
     def rank(self):

@@ -51,7 +51,8 @@ class Kernel {
 
 std::shared_ptr<const Kernel> compile(const Problem& problem, const CompileOptions& options = {});
 
-/** Names of the schedules for an op: tbex's own best first, then Halide's autoschedulers
+/** Names of the schedules for an op in registry order (the cost model, not this order, decides
+ * "auto"): tbex's own, then Halide's autoschedulers
  * (halide_mullapudi2016, halide_adams2019, halide_li2018: by name only, for comparison; "auto"
  * never picks them), reference last. */
 std::vector<std::string> schedule_names(OpKind op);
