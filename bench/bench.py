@@ -7,7 +7,7 @@
     .venv/bin/python bench/bench.py --workloads b_c3d --passes dw --target-sec 2
     .venv/bin/python bench/bench.py --halide-auto adams2019 --halide-auto-dtypes f32
 
-Workloads come from shared/bench_workloads.json (next to the repo; --workloads-file to override).
+Workloads come from bench/bench_workloads.json (--workloads-file to use another file).
 The oneDNN helper and the peak kernel are built on demand into bench/build/ by bench/build.sh.
 Halide's autoschedulers (tbex's kernels compiled with schedule=halide_<name>) are timed the same
 way and get a table of their own. Prints the tables and writes them as the top part of
@@ -44,16 +44,11 @@ HALIDE_AUTO = {"mullapudi2016": "Mullapudi2016", "adams2019": "Adams2019", "li20
 
 
 def find_workloads_file(arg):
-    cands = []
-    if arg:
-        cands.append(Path(arg))
-    if os.environ.get("TBEX_BENCH_WORKLOADS"):
-        cands.append(Path(os.environ["TBEX_BENCH_WORKLOADS"]))
-    cands += [REPO.parent / "shared" / "bench_workloads.json", HERE / "bench_workloads.json"]
-    for c in cands:
-        if c.is_file():
-            return c
-    sys.exit("bench: no workloads file found (tried %s)" % ", ".join(str(c) for c in cands))
+    """--workloads-file when given, else the repository's bench/bench_workloads.json."""
+    path = Path(arg) if arg else HERE / "bench_workloads.json"
+    if not path.is_file():
+        sys.exit(f"bench: workloads file {path} not found")
+    return path
 
 
 def out_dims(w):
@@ -929,7 +924,7 @@ def main(argv=None):
                     help="do not check / wait for free cores around each measurement")
     ap.add_argument("--wait-budget", type=float, default=180.0,
                     help="max total seconds to wait for free cores over the run (default 180)")
-    ap.add_argument("--workloads-file", help="default: shared/bench_workloads.json")
+    ap.add_argument("--workloads-file", help="default: bench/bench_workloads.json")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"),
                     help="markdown report (default bench/RESULTS.md; '' = none)")
     ap.add_argument("--json", default=str(BUILD / "results.json"), help="raw results")

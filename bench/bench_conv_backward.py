@@ -244,7 +244,7 @@ def main(argv=None):
     ap.add_argument("--no-probe", action="store_true", help="do not wait for free cores")
     ap.add_argument("--wait-budget", type=float, default=180.0,
                     help="max total seconds to wait for free cores (default 180)")
-    ap.add_argument("--workloads-file", help="default: shared/bench_workloads.json")
+    ap.add_argument("--workloads-file", help="default: bench/bench_workloads.json")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"),
                     help="markdown file whose section to write ('' = none)")
     ap.add_argument("--json", default=str(B.BUILD / "conv_backward_results.json"))

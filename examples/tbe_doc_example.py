@@ -1,4 +1,4 @@
-"""The TBE DSL documentation example for conv3d_backprop_filter (SPEC section 8), verbatim except
+"""The TBE DSL documentation example for conv3d_backprop_filter, verbatim except
 for the import line; then the kernel runs on random data and is checked against a float64
 reference computed directly from the definition in NCDHW with numpy."""
 import time

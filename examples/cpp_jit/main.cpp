@@ -1,4 +1,4 @@
-// tbex C++ JIT example: the TBE doc example (SPEC section 8) through the C++ API.
+// tbex C++ JIT example: the TBE DSL documentation's example (tbe_doc_example.py) via the C++ API.
 // Builds the problem from TBE arguments, JIT-compiles it, runs it on random fp16 data in 6HD and
 // checks the FRACTAL_Z_3D result against a direct loop over the definition.
 #include <chrono>

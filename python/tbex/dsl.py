@@ -53,7 +53,7 @@ def _eager(problem, inputs):
 
 
 def conv3d_backprop_filter(x, out_backprop, filter_size, para_dict):
-    """dW of a 3D convolution (SPEC section 3).
+    """dW of a 3D convolution (docs/layouts.md: "What dW and dX compute").
 
     ``x`` and ``out_backprop`` are 6HD ``(N, D, C1, H, W, 16)``; ``filter_size`` is
     ``[Cout, Kd, Cin/groups, Kh, Kw]``; ``para_dict`` holds ``strides`` (D, H, W), ``pads`` (6),
@@ -73,7 +73,7 @@ def conv3d_backprop_filter(x, out_backprop, filter_size, para_dict):
 
 
 def conv3d_backprop_input(filter, out_backprop, filter_size, input_size, para_dict):
-    """dX of a 3D convolution (SPEC section 4).
+    """dX of a 3D convolution, the transposed convolution (docs/layouts.md).
 
     ``filter`` is FRACTAL_Z_3D, ``out_backprop`` 6HD; ``filter_size`` is
     ``[Cout, Cin/groups, Kd, Kh, Kw]``, ``input_size`` ``[N, D, H, W, Cin]``; ``para_dict`` holds
@@ -110,7 +110,8 @@ class Schedule:
         return _C.schedule_candidates(self.res.problem, schedule)
 
     def explain(self):
-        """[(schedule name, "" if it applies else why not)], best first."""
+        """[(schedule name, "" if it applies else why not)] in registry order; the cost model
+        ranks them (``rank()``)."""
         return self.res.problem.explain_schedules()
 
     def rank(self):

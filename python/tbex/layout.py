@@ -1,4 +1,4 @@
-"""Converters between framework layouts and TBE's (SPEC section 1).
+"""Converters between framework layouts and TBE's (docs/layouts.md).
 
 * NCDHW <-> 6HD (NDC1HWC0): ``t6[n, d, c1, h, w, c0] = t[n, c1*16 + c0, d, h, w]``, padding
   lanes (``c1*16 + c0 >= C``) are zero.

@@ -1,6 +1,6 @@
 #pragma once
-// Naive float64 conv3d (forward and both backprops) in NCDHW, straight from the definition (SPEC
-// sections 3 and 4), used as the oracle of the C++ correctness tests.
+// Naive float64 conv3d (forward and both backprops) in NCDHW, straight from the definition
+// (docs/layouts.md, "What dW and dX compute"), used as the oracle of the C++ correctness tests.
 #include <array>
 #include <cstdint>
 #include <vector>

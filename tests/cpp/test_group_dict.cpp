@@ -1,4 +1,4 @@
-// group_dict derivation (SPEC section 2) and its E60038 errors.
+// group_dict derivation (docs/group_dict.md) and its E60038 errors.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -15,7 +15,7 @@ struct GdCase {
   int64_t mag, real_g, cin1_g, cout_g;
 };
 
-// Expected values computed by hand from the SPEC formulas:
+// Expected values computed by hand from the formulas of docs/group_dict.md:
 //   mag = min(lcm(lcm(cin_pg,16)/cin_pg, lcm(cout_pg,16)/cout_pg), groups)
 //   cin1_g = ceil(mag*cin_pg/16), cout_g = ceil(mag*cout_pg/16)*16, real_g = ceil(groups/mag)
 const std::vector<GdCase> kCases = {
@@ -26,7 +26,7 @@ const std::vector<GdCase> kCases = {
     {512, 512, 1, 1, 1, 32, 512},
     {3, 64, 1, 1, 1, 1, 64},
     {17, 15, 1, 1, 1, 2, 16},
-    // SPEC examples
+    // the examples of docs/group_dict.md and docs/layouts.md
     {20, 56, 4, 4, 1, 2, 64},      // cin_pg 5, cout_pg 14: mag0 16, mag1 8 -> 16 -> min 4
     {256, 256, 256, 16, 16, 1, 16},  // depthwise
     {320, 320, 320, 16, 20, 1, 16},  // depthwise (fz [320,1,1,2,2] -> [80,1,16,16])

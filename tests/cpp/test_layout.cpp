@@ -1,4 +1,4 @@
-// Layout converters (SPEC section 1): NCDHW <-> 6HD, OIDHW <-> FRACTAL_Z_3D (grouped packing).
+// Layout converters (docs/layouts.md): NCDHW <-> 6HD, OIDHW <-> FRACTAL_Z_3D (grouped packing).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -70,7 +70,7 @@ TYPED_TEST(LayoutTyped, Ncdhw6hdMatchesSpecAndRoundTrips) {
     auto t6 = sentinel<T>(numel(shp6));
     tbex::ncdhw_to_6hd(src.data(), t6.data(), s, sizeof(T));
 
-    // Every 6HD element against the SPEC formula (padding lanes are 0).
+    // Every 6HD element against the formula of docs/layouts.md (padding lanes are 0).
     int64_t mismatches = 0;
     for (int64_t n = 0; n < N; ++n)
       for (int64_t d = 0; d < D; ++d)
@@ -148,8 +148,8 @@ const std::vector<FzCase> kFzCases = {
     {{40, 2, 1, 2, 1}, 20},
 };
 
-/** Expected FRACTAL_Z_3D by gathering: for every storage entry decide from the SPEC formulas
- * which weight element (if any) lands there. */
+/** Expected FRACTAL_Z_3D by gathering: for every storage entry decide from the formulas of
+ * docs/layouts.md which weight element (if any) lands there. */
 template <typename T>
 std::vector<T> fz_reference(const std::vector<T>& w, const Dims5& o, int64_t groups) {
   const int64_t Cout = o[0], cin_pg = o[1], Kd = o[2], Kh = o[3], Kw = o[4];
@@ -211,7 +211,8 @@ TYPED_TEST(LayoutTyped, Fz3dMatchesSpecAndRoundTrips) {
 }
 
 TEST(LayoutFz3d, Groups1MatchesUngroupedFormula) {
-  // SPEC: fz[((kd*C1 + c1)*Kh + kh)*Kw + kw, n1, n0, c0] = W[n1*16+n0, c1*16+c0, kd, kh, kw].
+  // fz[((kd*C1 + c1)*Kh + kh)*Kw + kw, n1, n0, c0] = W[n1*16+n0, c1*16+c0, kd, kh, kw]
+  // (docs/layouts.md).
   const Dims5 o = {33, 20, 2, 3, 2};
   const int64_t Cout = 33, Cin = 20, Kd = 2, Kh = 3, Kw = 2, C1 = 2, N1 = 3;
   ASSERT_EQ(tbex::shape_fz3d(o, 1), (std::vector<int64_t>{Kd * C1 * Kh * Kw, N1, 16, 16}));

@@ -1,5 +1,5 @@
 // Strided, converting packers (runtime/pack.h) against the dense bit-moving converters of
-// layout.h, which test_layout.cpp checks element by element against SPEC section 1.
+// layout.h, which test_layout.cpp checks element by element against docs/layouts.md.
 #include <gtest/gtest.h>
 
 #include <cstdint>

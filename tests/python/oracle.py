@@ -1,11 +1,13 @@
-"""Test helpers: data generation, layout conversions, and torch float64 references.
+"""Test helpers: data generation, layout conversions, torch float64 references, and the test data.
 
-Everything here is written from shared/SPEC.md, independently of tbex:
-- `np_*` layout conversions are plain numpy versions of SPEC section 1, used to cross-check
-  `tbex.layout` on every conversion the tests make;
+Everything here is written from the definitions in docs/ (layouts.md, group_dict.md),
+independently of tbex:
+- `np_*` layout conversions are plain numpy versions of the 6HD / FRACTAL_Z_3D formulas in
+  docs/layouts.md, used to cross-check `tbex.layout` on every conversion the tests make;
 - `ref_dw` / `ref_dx` are torch float64 gradients (the oracle);
 - `check_dw` / `check_dx` compare tbex's raw outputs with a reference in NCDHW / OIDHW terms and
-  assert that tbex's padding lanes and cross-group entries are exactly zero.
+  assert that tbex's padding lanes and cross-group entries are exactly zero;
+- `load_data` reads the TBE case files in tests/data/ (the repository's own copy).
 
 Metric: rel_err(a, ref) = max|a - ref| / max|ref|. Tolerances (explicit):
 - float32 outputs: rel_err <= FP32_TOL (1e-5);
@@ -14,8 +16,10 @@ Metric: rel_err(a, ref) = max|a - ref| / max|ref|. Tolerances (explicit):
   fp32 and rounds once, so its result can land on the neighbouring fp16 value of the exact one,
   and the gap between neighbours never exceeds the ulp at the largest magnitude.
 """
+import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
 import ml_dtypes
@@ -27,6 +31,13 @@ C0 = 16
 FP32_TOL = 1e-5
 
 NP_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+def load_data(name):
+    """A JSON file of tests/data/ (e.g. "tbe_public_cases.json")."""
+    return json.loads((DATA_DIR / name).read_text())
 
 
 def ceil_div(a, b):
@@ -65,12 +76,12 @@ def int_data(rng, shape, lo=-4, hi=4):
 
 
 def out_size(n, k, s, p0, p1, d):
-    """SPEC section 3: Do = (D + pf + pb - ((Kd-1)*dd + 1)) // sd + 1."""
+    """The output size rule (docs/validation.md): Do = (D + pf + pb - ((Kd-1)*dd + 1)) // sd + 1."""
     return (n + p0 + p1 - ((k - 1) * d + 1)) // s + 1
 
 
 def group_dict(cin, cout, groups):
-    """SPEC section 2, written independently of tbex."""
+    """docs/group_dict.md's derivation, written independently of tbex."""
     cin_pg, cout_pg = cin // groups, cout // groups
     mag0 = math.lcm(cin_pg, C0) // cin_pg
     mag1 = math.lcm(cout_pg, C0) // cout_pg
@@ -179,7 +190,7 @@ def geometry_from_case(case):
 
 
 # ----------------------------------------------------------------------------------------------
-# Independent numpy layouts (SPEC section 1)
+# Independent numpy layouts (docs/layouts.md)
 
 
 def np_shape_6hd(ncdhw):
@@ -246,7 +257,7 @@ def np_oidhw_from_fz3d(fz, oidhw, groups=1):
 
 
 def fz3d_valid_mask(oidhw, groups=1):
-    """True where a grouped FRACTAL_Z_3D entry holds a real weight (SPEC section 1)."""
+    """True where a grouped FRACTAL_Z_3D entry holds a real weight (docs/layouts.md)."""
     return np_oidhw_to_fz3d(np.ones(tuple(oidhw), dtype=np.int8), groups) != 0
 
 

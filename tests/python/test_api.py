@@ -9,13 +9,13 @@ import oracle as O
 import tbex
 from tbex import dsl, layout, tvm
 
-# The seed example's problem in NCDHW terms (SPEC section 8).
+# The seed example's problem in NCDHW terms (examples/tbe_doc_example.py).
 SEED_GEO = O.Geometry(16, 16, 16, (8, 72, 72), (2, 3, 3), strides=(2, 2, 2),
                       pads=(0, 0, 0, 1, 0, 1), name="seed")
 
 
 def _seed_example():
-    """shared/seeds/003 verbatim, except the import line."""
+    """The TBE DSL documentation's example verbatim, except the import line."""
     from tbex import tvm
     from tbex import dsl
 
@@ -280,7 +280,7 @@ def test_group_dict_given_and_correct_works():
     geo = SMALL_G
     gd = O.group_dict(geo.cin, geo.cout, geo.groups)
     assert gd == {"real_g": 1, "mag_factor": 4, "cin1_g": 2, "cout_g": 64, "cin_ori": 20,
-                  "cout_ori": 56}  # SPEC section 2's example
+                  "cout_ori": 56}  # the example of docs/group_dict.md
     rng = np.random.default_rng(9)
     x = O.random_data(rng, geo.x_shape, "float32")
     dy = O.random_data(rng, geo.dy_shape, "float32")

@@ -281,8 +281,9 @@ def test_masks_select_outputs_of_the_full_call(transposed):
 
 
 def test_output_padding_must_be_below_stride():
-    """SPEC section 6 (aclnn): output_padding in [0, stride). Stricter than torch, which also
-    takes output_padding < dilation: with stride 1, dilation 2 torch accepts output_padding 1."""
+    """aclnn's rule (docs/validation.md): output_padding in [0, stride). Stricter than torch,
+    which also takes output_padding < dilation: with stride 1, dilation 2 torch accepts
+    output_padding 1."""
     conv = Conv(2, 4, 6, (4, 5, 3), (2, 3, 2), (1, 1, 1), (1, 0, 1), (2, 2, 1), 2,
                 transposed=True, output_padding=(1, 1, 0))
     dy, x, w = make_data(conv, ("f32",) * 3, seed=11)

@@ -1,5 +1,5 @@
-"""Every case of shared/cases/tbe_public_error_cases.json, translated to tbex's DSL arguments, plus
-one-defect-at-a-time checks that pin each SPEC section 5 error code.
+"""Every case of tests/data/tbe_public_error_cases.json, translated to tbex's DSL arguments, plus
+one-defect-at-a-time checks that pin each error code of docs/validation.md.
 
 Translation of the raw TBE operator arguments (`*_as_given`):
 - x / dedy shapes are NDHWC -> 6HD placeholders (N, D, ceil(C/16), H, W, 16); a 4-d given shape is
@@ -12,11 +12,9 @@ Translation of the raw TBE operator arguments (`*_as_given`):
   tbex's dX order, so they pass as given.
 - groups is passed explicitly (the JSON's value) so "Cin == filter C * groups" is unambiguous.
 
-Where a case has several defects at once, any of their codes is accepted (SPEC fixes no order
-between independent checks); the one-defect tests below pin each code exactly.
+Where a case has several defects at once, any of their codes is accepted (the order of
+independent checks is tbex's, not TBE's); the one-defect tests below pin each code exactly.
 """
-import json
-import os
 
 import numpy as np
 import pytest
@@ -25,11 +23,7 @@ import oracle as O
 import tbex
 from tbex import dsl, tvm
 
-CASES_DIR = os.environ.get("TBEX_CASES_DIR",
-                           os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
-                                        "cases"))
-ERROR_CASES = {c["case_name"]: c
-               for c in json.load(open(os.path.join(CASES_DIR, "tbe_public_error_cases.json")))}
+ERROR_CASES = {c["case_name"]: c for c in O.load_data("tbe_public_error_cases.json")}
 
 OUT_RULE = {"E60024", "E60025", "E62508"}
 FILTER_NOT_FZ3D = {"", "E62511"}  # no TBE code for a filter that is not FRACTAL_Z_3D; C0 check ok
@@ -311,7 +305,7 @@ ONE_DEFECT = {
     "dw_out_h": (_dw(dy_shape=_dy6(h=6)), {"E60025"}, ("out_backprop", "dedy")),
     "dw_out_w": (_dw(dy_shape=_dy6(w=5)), {"E62508"}, ("out_backprop", "dedy")),
     "dw_groups_cout": (_dw(filter_size=[20, 2, 8, 3, 2], groups=3), {"E60038"}, ("group",)),
-    # groups <= 0 is E60038 (SPEC 2); "" if caught by the generic dims > 0 check
+    # groups <= 0 is E60038 (docs/group_dict.md); "" if caught by the generic dims > 0 check
     "dw_groups_zero": (_dw(groups=0), {"E60038", ""}, ("group",)),
     "dw_groups_negative": (_dw(groups=-2), {"E60038", ""}, ("group",)),
     "dx_groups_zero": (_dx(groups=0), {"E60038", ""}, ("group",)),
@@ -346,8 +340,8 @@ ONE_DEFECT = {
     "dx_groups_cout": (_dx(filter_size=[20, 8, 2, 3, 2], groups=3), {"E60038"}, ("group",)),
     "dx_groups_cin": (_dx(filter_size=[20, 4, 2, 3, 2], groups=5), {"E60038", "E60010"},
                       ("group", "cin", "channel")),
-    # a FRACTAL_Z_3D shape that disagrees with filter_size: no TBE code of its own ("" per
-    # SPEC 5); E60010 (channel mismatch) is accepted as TBE's nearest
+    # a FRACTAL_Z_3D shape that disagrees with filter_size: TBE has no code of its own; tbex
+    # raises E60010 (channel mismatch), the nearest (docs/validation.md); "" is accepted too
     "dx_filter_shape": (_dx(filt_shape=(12, 2, 16, 16)), {"", "E60010"}, ("filter",)),
     "dx_strides_len": (_dx(strides=[1, 2, 1, 2]), {""}, ("stride",)),
     "dx_pads_len": (_dx(pads=[1, 0, 1, 1, 0]), {""}, ("pad",)),
@@ -373,7 +367,7 @@ def test_wrong_group_dict_rejected_with_its_key_named():
 
 
 def test_element_count_overflow_is_a_user_error():
-    """2**64 elements: rejected with a clear error, never a crash (SPEC section 5)."""
+    """2**64 elements: rejected with a clear error, never a crash (docs/validation.md)."""
     big = 2 ** 20
     with pytest.raises(tbex.UserError):
         x = tvm.placeholder((big, big, 1, big, 1, 16), name="x", dtype="float16")

@@ -1,6 +1,6 @@
-"""Self-checks of the test oracle (needs no tbex): the numpy layouts against SPEC section 1's
-per-element formulas, group_dict against SPEC section 2's examples, and the torch references
-against direct sums written from SPEC sections 3 and 4."""
+"""Self-checks of the test oracle (needs no tbex): the numpy layouts against the per-element
+formulas of docs/layouts.md, group_dict against the examples of docs/group_dict.md, and the torch
+references against direct sums written from the definitions of dW and dX in docs/layouts.md."""
 import itertools
 
 import numpy as np
@@ -10,7 +10,7 @@ import oracle as O
 
 
 def _fz3d_by_formula(wt, groups):
-    """SPEC section 1, one element at a time."""
+    """The grouped FRACTAL_Z_3D formula of docs/layouts.md, one element at a time."""
     cout, cin_pg, kd_, kh_, kw_ = wt.shape
     cout_pg = cout // groups
     gd = O.group_dict(cin_pg * groups, cout, groups)
@@ -77,7 +77,7 @@ def test_group_dict_spec_examples(cin, cout, groups, expect):
 
 
 def _direct_dw(x, dy, geo):
-    """SPEC section 3 as a direct sum (x is 0 outside the unpadded volume)."""
+    """dW's definition as a direct sum (x is 0 outside the unpadded volume)."""
     n, cin, d, h, w = x.shape
     cout = dy.shape[1]
     cin_pg, cout_pg = cin // geo.groups, cout // geo.groups
@@ -98,7 +98,7 @@ def _direct_dw(x, dy, geo):
 
 
 def _direct_dx(wt, dy, geo):
-    """SPEC section 4 as a direct sum."""
+    """dX's definition as a direct sum."""
     n, cin, d, h, w = geo.x_shape
     cout = geo.cout
     cin_pg, cout_pg = cin // geo.groups, cout // geo.groups

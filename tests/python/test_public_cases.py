@@ -1,4 +1,4 @@
-"""Every geometry of shared/cases/tbe_public_cases.json, in both directions.
+"""Every geometry of tests/data/tbe_public_cases.json, in both directions.
 
 For each case:
 - dW in the dtype the case names, and in float32 (res_dtype float32);
@@ -9,8 +9,6 @@ oracle per geometry serves every dtype. Nothing is skipped: the huge-kernel case
 `conv3d_dilation_kernel2_test` (pads larger than the kernel, H-stride 4, W-stride 52) is computed.
 """
 import functools
-import json
-import os
 import zlib
 
 import numpy as np
@@ -18,10 +16,7 @@ import pytest
 
 import oracle as O
 
-CASES_DIR = os.environ.get("TBEX_CASES_DIR",
-                           os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
-                                        "cases"))
-CASES = json.load(open(os.path.join(CASES_DIR, "tbe_public_cases.json")))
+CASES = O.load_data("tbe_public_cases.json")
 
 
 def _key(geo):

@@ -10,13 +10,13 @@
  *  - g++ and register tiles: a schedule's register tile is a small local array (`float
  *    _acc[256]`) indexed by constants. g++'s scalar replacement of aggregates (SRA) turns it into
  *    16 loop-carried vectors, and its register allocator then copies every accumulator each
- *    iteration and spills one, whose store-load chain bounds the loop: dX ran 1.6-1.9x the LLVM
- *    kernel's time. Without SRA, g++ keeps the tile in registers by its later passes and matches
- *    LLVM (measured in bench/bench_cpp_source.py), so the file turns SRA off for itself with
- *    `#pragma GCC optimize("no-tree-sra")` (g++ only; clang does not need it).
+ *    iteration and spills one, whose store-load chain bounds the loop. Without SRA, g++ keeps the
+ *    tile in registers by its later passes and matches LLVM (bench/bench_cpp_source.py compares
+ *    them), so the file turns SRA off for itself with `#pragma GCC optimize("no-tree-sra")`
+ *    (g++ only; clang does not need it).
  *  - clang and fused multiply-add: Halide writes a*b and +c as separate statements, and clang
- *    fuses only within one expression, so its tiles ran vmulps + vaddps (dW 1.1-1.45x the LLVM
- *    kernel). `#pragma clang fp contract(fast)` lets it fuse as LLVM's Halide code does
+ *    fuses only within one expression, so its tiles ran vmulps + vaddps instead of FMAs.
+ *    `#pragma clang fp contract(fast)` lets it fuse as LLVM's Halide code does
  *    (g++ already contracts across statements), which also keeps results equal to LLVM's.
  * The rest of Halide's output (native vector types via vector_size / ext_vector_type, its
  * helper classes, the runtime declarations) is kept as emitted: it is readable C++. */
@@ -38,8 +38,7 @@ using support::write_text;
 /** Defines what Halide's output needs but does not declare; goes first in NAME.cpp. */
 constexpr const char* kPrelude = R"(#if defined(__GNUC__) && !defined(__clang__)
 /* g++: scalar replacement of the register-tile arrays makes its register allocator copy and
- * spill accumulators every iteration (dX 1.6-1.9x slower); without it the tile stays in zmm
- * registers. */
+ * spill accumulators every iteration; without it the tile stays in zmm registers. */
 #pragma GCC optimize("no-tree-sra")
 #endif
 #if defined(__clang__)

@@ -19,7 +19,8 @@ struct GroupDict {
   std::string to_string() const;
 };
 
-/** Derives group_dict from channel counts (SPEC section 2); throws UserError E60038 on bad groups. */
+/** Derives group_dict from channel counts (docs/group_dict.md); throws UserError E60038 on bad
+ * groups. */
 GroupDict derive_group_dict(int64_t cin, int64_t cout, int64_t groups);
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

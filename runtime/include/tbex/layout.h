@@ -1,6 +1,6 @@
 #pragma once
 /** Converters between framework layouts and TBE's: NCDHW <-> 6HD (NDC1HWC0), and
- * OIDHW <-> FRACTAL_Z_3D (grouped packing included, SPEC section 1).
+ * OIDHW <-> FRACTAL_Z_3D (grouped packing included; docs/layouts.md).
  *
  * They only move elements, so they work on any 2- or 4-byte element type (fp16, bf16, fp32).
  * Padding lanes / cross-group entries of the TBE layouts are written as zero bits; the inverse

@@ -30,7 +30,7 @@ void pack_6hd(const View5& src, void* dst, DType dst_dtype, PackRound round = Pa
 /** Dense 6HD of src_dtype -> NCDHW view (padding lanes are ignored). */
 void unpack_6hd(const void* src, DType src_dtype, const View5& dst);
 
-/** OIDHW weights [Cout, Cin/groups, Kd, Kh, Kw] -> dense FRACTAL_Z_3D (SPEC section 1).
+/** OIDHW weights [Cout, Cin/groups, Kd, Kh, Kw] -> dense FRACTAL_Z_3D (docs/layouts.md).
  * transpose_groups: pack the per-group transpose T [Cin, Cout/groups, Kd, Kh, Kw],
  * T[g*cin_pg + i, o] = W[g*cout_pg + o, i], instead (the forward conv's filter). */
 void pack_fz3d(const View5& src, int64_t groups, bool transpose_groups, void* dst,

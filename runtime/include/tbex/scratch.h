@@ -3,11 +3,10 @@
  *
  * Halide allocates a compute_root buffer on every call and frees it at the end. Large blocks
  * come from mmap and go back to the OS on free, so each call paid page faults and zeroing for
- * every page again (perf on the 64^3 U-Net dX at 2 threads: ~12% of the time in the kernel's
- * page-fault path). tbex's kernels allocate through these functions instead: blocks of at least
- * kScratchMinCached bytes are kept after free, up to kScratchMaxCached bytes in all, and handed
- * out again to a later request they fit (at most twice its size). Thread-safe; the memory is
- * 128-byte aligned and not zeroed. */
+ * every page again, a sizeable share of a large kernel's time. tbex's kernels allocate through
+ * these functions instead: blocks of at least kScratchMinCached bytes are kept after free, up to
+ * kScratchMaxCached bytes in all, and handed out again to a later request they fit (at most twice
+ * its size). Thread-safe; the memory is 128-byte aligned and not zeroed. */
 #include <cstddef>
 #include <cstdint>
 
