@@ -81,7 +81,7 @@ void define_conv_backward(pyb::module_& m) {
         a.output_mask = output_mask;
         a.cube_math_type = cube_math_type;
         pyb::gil_scoped_release nogil;
-        return std::const_pointer_cast<ConvBackwardPlan>(ConvBackwardPlan::make(a));
+        return std::const_pointer_cast<ConvBackwardPlan>(ConvBackwardPlan::cached(a));
       },
       pyb::arg("grad_output_shape"), pyb::arg("grad_output_dtype"), pyb::arg("input_shape"),
       pyb::arg("input_dtype"), pyb::arg("weight_shape"), pyb::arg("weight_dtype"),

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "tbex/conv_backward.h"
 #include "tbex/knobs.h"
 #include "tbex/log.h"
 #include "tbex/version.h"
@@ -52,6 +53,12 @@ void define_knobs(pyb::module_& m) {
                      pyb::arg("evictions") = s.evictions, pyb::arg("size") = s.size,
                      pyb::arg("capacity") = s.capacity);
   }, "the in-process kernel cache: hits, misses, evictions, size, capacity");
+  m.def("conv_plan_cache_stats", [] {
+    const KernelCacheStats s = ConvBackwardPlan::cache_stats();
+    return pyb::dict(pyb::arg("hits") = s.hits, pyb::arg("misses") = s.misses,
+                     pyb::arg("evictions") = s.evictions, pyb::arg("size") = s.size,
+                     pyb::arg("capacity") = s.capacity);
+  }, "convolution_backward's plan cache (same policy and capacity as the kernel cache)");
   m.def("select_schedule", [](const Problem& p, const std::string& schedule,
                               const std::string& variant) {
     Selection s;

@@ -8,7 +8,6 @@ engine as the ``aclnnConvolutionBackward`` C API.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Optional, Sequence
 
 import numpy as np
@@ -18,9 +17,6 @@ from .errors import UserError
 from .tvm import normalize_dtype
 
 __all__ = ["convolution_backward"]
-
-_PLANS: "OrderedDict[tuple, object]" = OrderedDict()
-_PLAN_CACHE_SIZE = 128
 
 
 def _dtype_name(t, param: str) -> str:
@@ -48,20 +44,6 @@ def _check_data(t, param: str):
         return
     raise UserError(f"{param}: expected a numpy array or a DLPack tensor, got {type(t).__name__}",
                     "", param)
-
-
-def _plan(args):
-    # Kernels are tuned for the thread count at compile time: a new count gets its own plan.
-    key = args + (_C.num_threads(),)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _C.conv_backward_plan(*args)
-        _PLANS[key] = plan
-        if len(_PLANS) > _PLAN_CACHE_SIZE:
-            _PLANS.popitem(last=False)
-    else:
-        _PLANS.move_to_end(key)
-    return plan
 
 
 def _empty_like_kind(ref, shape, dtype: str):
@@ -117,7 +99,8 @@ def convolution_backward(grad_output, input, weight, bias_sizes: Optional[Sequen
         int(groups), tuple(mask),
         int(cube_math_type),
     )
-    plan = _plan(key)
+    # Plans are cached in C++ (keyed with the thread count; TBEX_KERNEL_CACHE_CAPACITY).
+    plan = _C.conv_backward_plan(*key)
     outs = []
     for i in range(3):
         if mask[i]:

@@ -13,7 +13,7 @@ import textwrap
 from . import _C
 
 __all__ = ["table", "get", "set", "unset", "override", "describe", "set_num_threads",
-           "num_threads", "threads", "kernel_cache_stats", "log_topics"]
+           "num_threads", "threads", "kernel_cache_stats", "plan_cache_stats", "log_topics"]
 
 
 def table() -> list:
@@ -105,3 +105,8 @@ def kernel_cache_stats() -> dict:
     """This process's in-memory kernel cache: hits, misses, evictions, size, capacity
     (TBEX_KERNEL_CACHE_CAPACITY)."""
     return _C.kernel_cache_stats()
+
+
+def plan_cache_stats() -> dict:
+    """``convolution_backward``'s plan cache: the same policy and capacity as the kernel cache."""
+    return _C.conv_plan_cache_stats()

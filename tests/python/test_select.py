@@ -158,3 +158,27 @@ def test_knob_changes_are_part_of_the_kernel_key():
     # pybind11 hands back the same Python object for the same C++ kernel.
     assert k2 is not k1
     assert k3 is k1
+
+
+def test_convolution_backward_plans_share_the_cache_policy():
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 4, 5, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((8, 4, 3, 3, 3)).astype(np.float32)
+    gy = rng.standard_normal((1, 8, 5, 6, 6)).astype(np.float32)
+    args = dict(bias_sizes=[8], stride=[1, 1, 1], padding=[1, 1, 1], dilation=[1, 1, 1],
+                transposed=False, output_padding=[0, 0, 0], groups=1,
+                output_mask=[True, True, True])
+    with tbex.knobs.threads(1):
+        first = tbex.convolution_backward(gy, x, w, **args)
+        s0 = tbex.knobs.plan_cache_stats()
+        again = tbex.convolution_backward(gy, x, w, **args)
+        s1 = tbex.knobs.plan_cache_stats()
+    assert (s1["hits"] - s0["hits"], s1["misses"] - s0["misses"]) == (1, 0)
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    with tbex.knobs.threads(2):
+        tbex.convolution_backward(gy, x, w, **args)  # planned for another thread count
+    assert tbex.knobs.plan_cache_stats()["misses"] - s1["misses"] == 1
+    with tbex.knobs.override("TBEX_KERNEL_CACHE_CAPACITY", 1):
+        assert tbex.knobs.plan_cache_stats()["capacity"] == 1

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tbex/dtype.h"
+#include "tbex/kernel.h"  // KernelCacheStats
 
 namespace tbex {
 
@@ -64,6 +65,13 @@ class ConvBackwardPlan {
  public:
   /** Validates (UserError naming the argument and values) and compiles the kernels needed. */
   static std::shared_ptr<const ConvBackwardPlan> make(const ConvBackwardArgs& args);
+  /** make(), through an in-process cache of plans keyed by the arguments, num_threads() and
+   * the knobs that change code generation: the same least-recently-used policy and capacity
+   * (TBEX_KERNEL_CACHE_CAPACITY) as the kernel cache. For callers that build a plan per call
+   * (tbex.convolution_backward). */
+  static std::shared_ptr<const ConvBackwardPlan> cached(const ConvBackwardArgs& args);
+  /** The plan cache's hits, misses, evictions, size and capacity. */
+  static KernelCacheStats cache_stats();
   virtual ~ConvBackwardPlan() = default;
 
   /** Bytes of scratch memory run() needs (packed operands). */

@@ -2,6 +2,8 @@
  * workspace. The Problems come from make_problem, exactly as the TBE frontend builds them from
  * the same geometry (tests/cpp/test_conv_backward_routes.cpp checks that). */
 #include "conv_backward_impl.h"
+#include "support/lru_cache.h"
+#include "tbex/knobs.h"
 
 namespace tbex::conv_bwd {
 namespace {
@@ -85,6 +87,50 @@ namespace tbex {
 
 std::shared_ptr<const ConvBackwardPlan> ConvBackwardPlan::make(const ConvBackwardArgs& args) {
   return std::make_shared<conv_bwd::Plan>(args);
+}
+
+namespace {
+
+support::LruCache<const ConvBackwardPlan>& plan_cache() {
+  static support::LruCache<const ConvBackwardPlan> cache(
+      [] { return knobs::get_int("TBEX_KERNEL_CACHE_CAPACITY"); });
+  return cache;
+}
+
+std::string key_of(const ConvBackwardArgs& a) {
+  std::string k;
+  auto ints = [&](const std::vector<int64_t>& v) {
+    for (int64_t x : v) k += std::to_string(x) + ",";
+    k += ";";
+  };
+  auto spec = [&](const std::optional<TensorSpec>& s) {
+    if (s) ints(s->shape), k += dtype_name(s->dtype);
+    k += ";";
+  };
+  ints(a.grad_output_shape), ints(a.input_shape), ints(a.weight_shape);
+  k += std::string(dtype_name(a.grad_output_dtype)) + dtype_name(a.input_dtype) +
+       dtype_name(a.weight_dtype) + ";";
+  if (a.bias_sizes) ints(*a.bias_sizes);
+  k += "|";
+  ints(a.stride), ints(a.dilation), ints(a.padding), ints(a.output_padding);
+  k += std::to_string(a.transposed) + std::to_string(a.groups) + std::to_string(a.output_mask[0]) +
+       std::to_string(a.output_mask[1]) + std::to_string(a.output_mask[2]) +
+       std::to_string(a.cube_math_type) + ";";
+  spec(a.grad_input), spec(a.grad_weight), spec(a.grad_bias);
+  return k + std::to_string(num_threads()) + "|" + knobs::codegen_key();
+}
+
+}  // namespace
+
+std::shared_ptr<const ConvBackwardPlan> ConvBackwardPlan::cached(const ConvBackwardArgs& args) {
+  const std::string key = key_of(args);
+  if (auto p = plan_cache().find(key)) return p;
+  return plan_cache().insert(key, make(args));
+}
+
+KernelCacheStats ConvBackwardPlan::cache_stats() {
+  const support::LruStats s = plan_cache().stats();
+  return KernelCacheStats{s.hits, s.misses, s.evictions, s.size, s.capacity};
 }
 
 }  // namespace tbex
