@@ -31,7 +31,7 @@ FwdAlgorithm define_forward(const Problem& p) {
 
   // Weights of real group g with output channel c1g*16+c0 innermost (padding lanes fall in no
   // group).
-  define_group_weights(a, p, (int)geo.cin_pg(), (int)geo.cout_pg());
+  define_group_weights(a, p, (int)geo.cin_pg(), (int)geo.cout_pg(), /*lanes_out=*/true);
   // x in the padded frame with the input channel of real group g innermost (the broadcast
   // operand), 0 outside the volume and past Cin.
   {

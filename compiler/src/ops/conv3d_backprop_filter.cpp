@@ -52,7 +52,8 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   // padding channels) are exactly 0.
   const int cin_pg = (int)geo.cin_pg(), cout_pg = (int)geo.cout_pg();
   const int mag = (int)gd.mag_factor, groups = (int)geo.groups;
-  Expr valid = same_group(n, cout_pg, c1g * C0 + c0, cin_pg, mag, groups, g);
+  Expr e_out = n / cout_pg;
+  Expr valid = same_group(e_out, (c1g * C0 + c0) / cin_pg, e_out, mag, groups, g);
   // One input block holding fewer than 16 channels: acc is read only at the valid lanes (the
   // others are masked anyway), so bounds inference never asks a schedule to compute padding.
   const int cin_valid = std::min(C0, mag * cin_pg);

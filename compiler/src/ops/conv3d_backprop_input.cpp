@@ -34,7 +34,7 @@ DxAlgorithm define_backprop_input(const Problem& p) {
 
   // Weights of real group g with input channel c1g*16+c0 innermost (the transposed conv never
   // mixes groups).
-  define_group_weights(a, p, cout_pg, cin_pg);
+  define_group_weights(a, p, cout_pg, cin_pg, /*lanes_out=*/false);
   // dy, zero outside its volume (the transposed conv reads beyond it near the borders).
   {
     Expr oc = g * cout_g + n;

@@ -48,9 +48,8 @@ ImageParam input_param(DType t, int dims, const char* name, const std::vector<in
   return ip;
 }
 
-Expr same_group(Expr n, int n_pg, Expr lane, int lane_pg, int mag, int groups, Expr g) {
-  Expr n_group = n / n_pg, lane_group = lane / lane_pg;
-  return n_group == lane_group && n_group < mag && g * mag + n_group < groups;
+Expr same_group(Expr out_group, Expr in_group, Expr row, int mag, int groups, Expr g) {
+  return out_group == in_group && row < mag && g * mag + row < groups;
 }
 
 }  // namespace tbex::ops
