@@ -33,11 +33,11 @@ struct Machine {
   double load_pipes = 2;     ///< vector loads (or broadcasts) per cycle
   double issue = 4;          ///< vector ops per cycle, all kinds
   double fma_latency = 4;    ///< cycles
-  double ghz = 3.85;         ///< 246 GFLOP/s measured FP32 FMA peak / (2 x 16 lanes x 2 pipes)
+  double ghz = 3.85;         ///< the clock the FP32 FMA peak implies: peak FLOP/s / (2 x 16 lanes x 2 pipes)
   int64_t l1 = 48 << 10, l2 = 1 << 20, l3 = 16 << 20;  ///< bytes per core
   double l2_bw = 64, l3_bw = 24;  ///< bytes per cycle per core
-  double dram_bw = 4;  ///< bytes per cycle one core streams (read + write): the seed dW's x
-                       ///< staging measured ~10.5 GB/s (perf: 54% of its time)
+  double dram_bw = 4;  ///< bytes per cycle one core streams (read + write), what a staging
+                       ///< pass over memory achieves
   double copy_bytes_per_cycle = 16;  ///< a streaming pass that reads and writes (staging)
 
   static Machine of(const Halide::Target& target);

@@ -1,39 +1,48 @@
 #include "schedules/registry.h"
 
 namespace tbex::sched {
+namespace {
 
-const std::vector<const DwSchedule*>& dw_registry() {
-  static const std::vector<const DwSchedule*> r{
-      dw_diag_schedule(), dw_direct_schedule(), dw_cout_lanes_schedule(), dw_tiled_schedule(),
-      dw_halide_auto_schedule(HalideAutoscheduler::kMullapudi2016),
-      dw_halide_auto_schedule(HalideAutoscheduler::kAdams2019),
-      dw_halide_auto_schedule(HalideAutoscheduler::kLi2018), dw_reference_schedule()};
-  return r;
-}
-
-const std::vector<const DxSchedule*>& dx_registry() {
-  static const std::vector<const DxSchedule*> r{
-      dx_diag_schedule(), dx_cout_lanes_schedule(), dx_tiled_schedule(),
-      dx_halide_auto_schedule(HalideAutoscheduler::kMullapudi2016),
-      dx_halide_auto_schedule(HalideAutoscheduler::kAdams2019),
-      dx_halide_auto_schedule(HalideAutoscheduler::kLi2018), dx_reference_schedule()};
-  return r;
-}
-
-const std::vector<const FwdSchedule*>& fwd_registry() {
-  static const std::vector<const FwdSchedule*> r{
-      fwd_tiled_schedule(), fwd_halide_auto_schedule(HalideAutoscheduler::kMullapudi2016),
-      fwd_halide_auto_schedule(HalideAutoscheduler::kAdams2019),
-      fwd_halide_auto_schedule(HalideAutoscheduler::kLi2018), fwd_reference_schedule()};
-  return r;
+/** An op's registry: its own entries (in tie-break order), Halide's autoschedulers (by name
+ * only), then the reference. */
+template <class S>
+std::vector<const S*> entries(std::vector<const S*> own,
+                              const S* (*halide_auto)(HalideAutoscheduler), const S* reference) {
+  for (HalideAutoscheduler which : {HalideAutoscheduler::kMullapudi2016,
+                                    HalideAutoscheduler::kAdams2019, HalideAutoscheduler::kLi2018})
+    own.push_back(halide_auto(which));
+  own.push_back(reference);
+  return own;
 }
 
 template <class S>
-static std::vector<std::string> names_of(const std::vector<const S*>& reg, bool own_only) {
+std::vector<std::string> names_of(const std::vector<const S*>& reg, bool own_only) {
   std::vector<std::string> out;
   for (const S* s : reg)
     if (!own_only || !s->by_name_only()) out.push_back(s->name());
   return out;
+}
+
+}  // namespace
+
+const std::vector<const DwSchedule*>& dw_registry() {
+  static const std::vector<const DwSchedule*> r = entries<DwSchedule>(
+      {dw_diag_schedule(), dw_direct_schedule(), dw_cout_lanes_schedule(), dw_tiled_schedule()},
+      dw_halide_auto_schedule, dw_reference_schedule());
+  return r;
+}
+
+const std::vector<const DxSchedule*>& dx_registry() {
+  static const std::vector<const DxSchedule*> r = entries<DxSchedule>(
+      {dx_diag_schedule(), dx_cout_lanes_schedule(), dx_tiled_schedule()},
+      dx_halide_auto_schedule, dx_reference_schedule());
+  return r;
+}
+
+const std::vector<const FwdSchedule*>& fwd_registry() {
+  static const std::vector<const FwdSchedule*> r = entries<FwdSchedule>(
+      {fwd_tiled_schedule()}, fwd_halide_auto_schedule, fwd_reference_schedule());
+  return r;
 }
 
 std::vector<std::string> registry_names(OpKind op, bool own_only) {

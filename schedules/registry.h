@@ -1,8 +1,20 @@
 #pragma once
 /** Schedules: how each op's algorithm is tiled, vectorized and parallelized.
  *
- * Per op, an ordered list, best first; each entry says why it does or does not apply to a problem
- * (TBEX_LOG=dispatch prints it), and the reference schedule is last so every problem has one. */
+ * Where things live (one rule for every schedule): a schedule named X is defined in
+ * schedules/X.cpp, and its name starts with its op: dw_* (dW), dx_* (dX), fwd_* (the forward
+ * conv); e.g. dx_cout_lanes in dx_cout_lanes.cpp. Entries that serve every op have no op prefix:
+ * reference.cpp (the reference schedule of each op) and halide_auto.cpp (Halide's
+ * autoschedulers, halide_*). Shared pieces: tile_space.h (tile variants, TBEX_*_TILE knobs,
+ * candidate lists), gemm_tile.h (the GEMM register tile of dx_tiled and fwd_tiled), loops.h
+ * (Halide loop-nest pieces: staging, register tiles, dW's reduction split), tiling.h (problem
+ * arithmetic and applicability rules), cost_model.h. A new schedule: a file by that rule, a
+ * factory below, an entry in registry.cpp.
+ *
+ * Per op, a list of entries; each says why it does or does not apply to a problem (TBEX_LOG=
+ * dispatch prints it). "auto" ranks every applicable entry and tile variant by the cost model
+ * (estimate()); the list's order only breaks the model's ties and is the order explain() and the
+ * log use. The reference schedule is last, so every problem has one. */
 #include <string>
 #include <vector>
 
@@ -48,22 +60,29 @@ const std::vector<const DwSchedule*>& dw_registry();
 const std::vector<const DxSchedule*>& dx_registry();
 const std::vector<const FwdSchedule*>& fwd_registry();
 
-/** Registry entries of one op, as names (best first); own_only: without by-name-only entries. */
+/** Registry entries of one op, as names in registry order; own_only: without by-name-only
+ * entries. */
 std::vector<std::string> registry_names(OpKind op, bool own_only = false);
 
-// Factories, one per schedule family (defined in dw_schedules.cpp / dx_schedules.cpp /
-// fwd_schedules.cpp).
-const DwSchedule* dw_cout_lanes_schedule();  // dw_few_cin.cpp
-const DwSchedule* dw_diag_schedule();        // diag_schedules.cpp (depthwise)
-const DxSchedule* dx_diag_schedule();        // diag_schedules.cpp (depthwise)
-const DwSchedule* dw_tiled_schedule();
+/** The one instance of schedule class S (what every factory returns). */
+template <class S>
+const S* the() {
+  static const S s;
+  return &s;
+}
+
+// Factories, one per schedule, each defined in the file the rule above names.
+const DwSchedule* dw_diag_schedule();
 const DwSchedule* dw_direct_schedule();
-const DwSchedule* dw_reference_schedule();
-const DxSchedule* dx_cout_lanes_schedule();  // dx_few_cin.cpp
+const DwSchedule* dw_cout_lanes_schedule();
+const DwSchedule* dw_tiled_schedule();
+const DwSchedule* dw_reference_schedule();  // reference.cpp
+const DxSchedule* dx_diag_schedule();
+const DxSchedule* dx_cout_lanes_schedule();
 const DxSchedule* dx_tiled_schedule();
-const DxSchedule* dx_reference_schedule();
+const DxSchedule* dx_reference_schedule();  // reference.cpp
 const FwdSchedule* fwd_tiled_schedule();
-const FwdSchedule* fwd_reference_schedule();
+const FwdSchedule* fwd_reference_schedule();  // reference.cpp
 
 /** Halide's autoschedulers (halide_auto.cpp), by-name-only entries placed before reference. */
 enum class HalideAutoscheduler { kMullapudi2016, kAdams2019, kLi2018 };

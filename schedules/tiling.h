@@ -1,10 +1,11 @@
 #pragma once
-/** Small helpers shared by the schedule families. */
+/** Problem arithmetic the schedule families share: tile-size helpers, the sizes the cost model's
+ * passes count, and the rules that decide whether a schedule applies or stages an operand. No
+ * Halide scheduling here (that is schedules/loops.h). */
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
-#include "ops/ops.h"
 #include "tbex/problem.h"
 
 namespace tbex::sched {
@@ -19,6 +20,31 @@ inline int largest_divisor_upto(int64_t n, int64_t cap) {
 /** Valid input lanes of a real group's first input block: min(16, mag_factor * Cin/groups). */
 inline int cin_valid(const Problem& p) {
   return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
+}
+/** Valid output channels of a real group: min(cout_g, mag_factor * Cout/groups). */
+inline int64_t cout_valid(const Problem& p) {
+  return std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());
+}
+
+inline bool is_strided(const Problem& p) {
+  return p.geo.stride[0] * p.geo.stride[1] * p.geo.stride[2] > 1;
+}
+/** Width of x's padded frame (W + left and right pads). */
+inline int64_t padded_w(const Problem& p) { return p.geo.in[2] + p.geo.pads[4] + p.geo.pads[5]; }
+/** Rows of x (along h) that `ch` output rows read: (ch-1)*sh + (Kh-1)*dh + 1. */
+inline int64_t x_rows_of(const Problem& p, int64_t ch) {
+  const ConvGeometry& g = p.geo;
+  return (ch - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
+}
+
+/** The staging rule of x's padded fp32 rows (dW): only when the rows are dense. A stride beyond
+ * the dilated kernel (along h or w) leaves rows and columns nobody reads: a padded box would
+ * mostly hold those (with huge strides and pads, more than memory), so x is read in place. */
+inline bool stage_x_rows(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  for (int i = 1; i < 3; ++i)
+    if (g.stride[i] > (g.kernel[i] - 1) * g.dilation[i] + 1) return false;
+  return true;
 }
 
 /** Sizes the cost model's passes count (TBE layouts, padding lanes included). */
@@ -39,14 +65,12 @@ inline double dx_elems(const Problem& p) {
   return double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
 }
 /** dW's output (= the filter's FRACTAL_Z_3D) entries. */
-inline double dw_out_elems(const Problem& p) {
+inline int64_t dw_out_count(const Problem& p) {
   const ConvGeometry& g = p.geo;
-  return double(p.group.real_g) * g.kernel[0] * g.kernel[1] * g.kernel[2] * p.group.cin1_g *
+  return p.group.real_g * g.kernel[0] * g.kernel[1] * g.kernel[2] * p.group.cin1_g *
          p.group.cout_g * 16;
 }
-inline bool is_strided(const Problem& p) {
-  return p.geo.stride[0] * p.geo.stride[1] * p.geo.stride[2] > 1;
-}
+inline double dw_out_elems(const Problem& p) { return double(dw_out_count(p)); }
 
 /** "" when the first input block of a real group holds few valid lanes (at most `max_valid`):
  * the few-input-channel schedules put output channels in the lanes instead; else why not
@@ -63,30 +87,20 @@ inline std::string few_cin_why_not(const Problem& p, int max_valid, const std::s
 
 /** "" when dW's fp32 output fits an accumulator held apart from it (under 1 GiB), else why not. */
 inline std::string dw_accumulator_why_not(const Problem& p) {
-  const int64_t bytes = 4 * p.group.real_g * p.geo.kernel[0] * p.geo.kernel[1] * p.geo.kernel[2] *
-                        p.group.cin1_g * p.group.cout_g * 16;
+  const int64_t bytes = 4 * dw_out_count(p);
   if (bytes >= (int64_t(1) << 30))
     return "output of " + std::to_string(bytes) + " bytes is too big to accumulate apart";
   return "";
 }
 
-/** dW with few output tiles for the threads: acc's reduction split over batch (or depth, when
- * the batch is smaller than `parts`) into `parts` partial sums indexed by `part` (an rfactor),
- * each computed with the schedule's tiles, then added up. Returns the Func of the partial
- * sums; r_mid / r_outer (depth / batch loops) become the loop left inside a part. */
-inline Halide::Func split_dw_reduction(ops::DwAlgorithm& a, const Problem& p, int parts,
-                                       const Halide::Var& part, Halide::RVar& r_mid,
-                                       Halide::RVar& r_outer) {
-  Halide::RVar so("so"), si("si");
-  const bool by_batch = p.geo.n >= parts;
-  const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
-  Halide::Func body = a.acc.update()
-                          .split(by_batch ? a.r[3] : a.r[2], so, si,
-                                 (int)((extent + parts - 1) / parts),
-                                 Halide::TailStrategy::GuardWithIf)
-                          .rfactor(so, part);
-  (by_batch ? r_outer : r_mid) = si;
-  return body;
+/** "" for depthwise problems (one input channel per group: only the diagonal of a real group's
+ * block is nonzero), else why the diagonal schedules do not apply. */
+inline std::string diag_why_not(const Problem& p) {
+  const int64_t cin_pg = p.geo.cin_pg();
+  if (cin_pg != 1)
+    return std::to_string(cin_pg) + " input channels per group: the block is " +
+           (p.geo.groups == 1 ? "dense" : "block-diagonal, not diagonal");
+  return "";
 }
 
 /** dX's stride-phase frame: positions of one phase along dim i (0 d, 1 h, 2 w), i.e. the q

@@ -3,47 +3,35 @@
  * The filter is the FRACTAL_Z_3D packing of the per-group transposed weight (Problem::group is
  * that packing's group_dict, Cin and Cout swapped), so the 16 lanes of a fractal row are output
  * channels: each reduction step multiplies one broadcast x value by a vector of 16 outputs. */
-#include "ops/ops.h"
+#include "ops/define.h"
 #include "tbex/errors.h"
 
 namespace tbex::ops {
 
 using namespace Halide;
 
-constexpr int C0 = (int)kC0;  // as int: Halide Exprs are 32-bit
-
 FwdAlgorithm define_forward(const Problem& p) {
   const ConvGeometry& geo = p.geo;
   const GroupDict& gd = p.group;  // packing of [Cin, Cout/groups, K...]: roles swapped
   internal_check(p.op == OpKind::kForward, "define_forward on a non-forward problem");
   FwdAlgorithm a;
-  a.x = ImageParam(halide_type(p.in_dtype), 6, "x");
-  a.filter = ImageParam(halide_type(p.in_dtype), 4, "filter");
-  constrain_shape(a.x, p.x_shape());
-  constrain_shape(a.filter, p.filter_shape());
+  a.x = input_param(p.in_dtype, 6, "x", p.x_shape());
+  a.filter = input_param(p.in_dtype, 4, "filter", p.filter_shape());
   auto [c0, wo, ho, c1, od, b, n, kw, kh, kd, g, w, h, d, c1g] =
       std::tie(a.c0, a.wo, a.ho, a.c1, a.od, a.b, a.n, a.kw, a.kh, a.kd, a.g, a.w, a.h, a.d,
                a.c1g);
-  const int Kd = (int)geo.kernel[0], Kh = (int)geo.kernel[1], Kw = (int)geo.kernel[2];
   // Per real group: out1_g blocks of output channels, in_g input channels.
   const int out1_g = (int)gd.cin1_g, in_g = (int)gd.cout_g;
-  const int cin_pg = (int)geo.cin_pg(), cout_pg = (int)geo.cout_pg();
-  const int mag = (int)gd.mag_factor, groups = (int)geo.groups;
   const int Cin = (int)geo.cin, Cout = (int)geo.cout, C1 = (int)geo.cin1();
-  const int D = (int)geo.in[0], H = (int)geo.in[1], W = (int)geo.in[2];
-  const int sd = (int)geo.stride[0], sh = (int)geo.stride[1], sw = (int)geo.stride[2];
-  const int dd = (int)geo.dilation[0], dh = (int)geo.dilation[1], dw = (int)geo.dilation[2];
-  const int pf = (int)geo.pads[0], pt = (int)geo.pads[2], pl = (int)geo.pads[4];
+  const auto [Kd, Kh, Kw] = ints(geo.kernel);
+  const auto [D, H, W] = ints(geo.in);
+  const auto [sd, sh, sw] = ints(geo.stride);
+  const auto [dd, dh, dw] = ints(geo.dilation);
+  const auto [pf, pt, pl] = head_pads(geo);
 
-  // Weights of real group g with output channel c1g*16+c0 innermost; zero unless both channels
-  // belong to the same original group (padding lanes fall in no group).
-  {
-    Expr row = (((g * Kd + kd) * out1_g + c1g) * Kh + kh) * Kw + kw;
-    Expr e_out = (c1g * C0 + c0) / cout_pg, e_in = n / cin_pg;
-    Expr valid = e_out == e_in && e_in < mag && g * mag + e_in < groups;
-    Expr v = a.filter(c0, n % C0, n / C0, row);
-    a.wz(c0, c1g, n, kw, kh, kd, g) = select(valid, to_f32(v), 0.0f);
-  }
+  // Weights of real group g with output channel c1g*16+c0 innermost (padding lanes fall in no
+  // group).
+  define_group_weights(a, p, (int)geo.cin_pg(), (int)geo.cout_pg(), /*lanes_out=*/true);
   // x in the padded frame with the input channel of real group g innermost (the broadcast
   // operand), 0 outside the volume and past Cin.
   {

@@ -1,31 +1,27 @@
-/** dW = conv3d_backprop_filter: the algorithm of SPEC section 3. */
+/** dW = conv3d_backprop_filter (docs/data_flow.md; layouts in docs/layouts.md). */
 #include <algorithm>
 
-#include "ops/ops.h"
+#include "ops/define.h"
 #include "tbex/errors.h"
 
 namespace tbex::ops {
 
 using namespace Halide;
 
-constexpr int C0 = (int)kC0;  // as int: Halide Exprs are 32-bit
-
 DwAlgorithm define_backprop_filter(const Problem& p) {
+  DwAlgorithm a;
+  a.x = input_param(p.in_dtype, 6, "x", p.x_shape());
+  a.dy = input_param(p.in_dtype, 6, "dy", p.dy_shape());
   const ConvGeometry& geo = p.geo;
   const GroupDict& gd = p.group;
-  DwAlgorithm a;
-  a.x = ImageParam(halide_type(p.in_dtype), 6, "x");
-  a.dy = ImageParam(halide_type(p.in_dtype), 6, "dy");
-  constrain_shape(a.x, p.x_shape());
-  constrain_shape(a.dy, p.dy_shape());
 
-  const int D = (int)geo.in[0], H = (int)geo.in[1], W = (int)geo.in[2];
-  const int pf = (int)geo.pads[0], pt = (int)geo.pads[2], pl = (int)geo.pads[4];
+  const auto [D, H, W] = ints(geo.in);
+  const auto [pf, pt, pl] = head_pads(geo);
+  const auto [sd, sh, sw] = ints(geo.stride);
+  const auto [dd, dh, dw] = ints(geo.dilation);
+  const int Kh = (int)geo.kernel[1], Kw = (int)geo.kernel[2];
   const int C1 = (int)geo.cin1(), Co1 = (int)geo.cout1();
   const int cin1_g = (int)gd.cin1_g, cout_g = (int)gd.cout_g;
-  const int sd = (int)geo.stride[0], sh = (int)geo.stride[1], sw = (int)geo.stride[2];
-  const int dd = (int)geo.dilation[0], dh = (int)geo.dilation[1], dw = (int)geo.dilation[2];
-  const int Kh = (int)geo.kernel[1], Kw = (int)geo.kernel[2];
   auto [c0, n, kw, kh, c1g, kd, g, w, h, d, b] =
       std::tie(a.c0, a.n, a.kw, a.kh, a.c1g, a.kd, a.g, a.w, a.h, a.d, a.b);
 
@@ -56,8 +52,8 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   // padding channels) are exactly 0.
   const int cin_pg = (int)geo.cin_pg(), cout_pg = (int)geo.cout_pg();
   const int mag = (int)gd.mag_factor, groups = (int)geo.groups;
-  Expr e_out = n / cout_pg, e_in = (c1g * C0 + c0) / cin_pg;
-  Expr valid = e_out == e_in && e_out < mag && g * mag + e_out < groups;
+  Expr e_out = n / cout_pg;
+  Expr valid = same_group(e_out, (c1g * C0 + c0) / cin_pg, e_out, mag, groups, g);
   // One input block holding fewer than 16 channels: acc is read only at the valid lanes (the
   // others are masked anyway), so bounds inference never asks a schedule to compute padding.
   const int cin_valid = std::min(C0, mag * cin_pg);

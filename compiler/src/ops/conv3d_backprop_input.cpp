@@ -1,16 +1,15 @@
-/** dX = conv3d_backprop_input: the transposed convolution of SPEC section 4.
+/** dX = conv3d_backprop_input: the transposed convolution (docs/data_flow.md; layouts in
+ * docs/layouts.md).
  *
  * Strides use a stride-phase decomposition: output position w + pl = qw*sw + pw only receives the
  * taps kw with (pw - kw*dw) divisible by sw, reading dy at ow = qw + (pw - kw*dw)/sw. The RDom
  * predicate skips the other taps, so no multiply-add touches an inserted zero. */
 #include <algorithm>
 
-#include "ops/ops.h"
+#include "ops/define.h"
 #include "tbex/errors.h"
 
 namespace tbex::ops {
-
-constexpr int C0 = (int)kC0;  // as int: Halide Exprs are 32-bit
 
 using namespace Halide;
 
@@ -18,35 +17,24 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   const ConvGeometry& geo = p.geo;
   const GroupDict& gd = p.group;
   DxAlgorithm a;
-  a.filter = ImageParam(halide_type(p.in_dtype), 4, "filter");
-  a.dy = ImageParam(halide_type(p.in_dtype), 6, "dy");
-  constrain_shape(a.filter, p.filter_shape());
-  constrain_shape(a.dy, p.dy_shape());
-  if (p.has_bias) {
-    a.bias = ImageParam(halide_type(p.bias_dtype), 1, "bias");
-    constrain_shape(a.bias, p.bias_shape());
-  }
+  a.filter = input_param(p.in_dtype, 4, "filter", p.filter_shape());
+  a.dy = input_param(p.in_dtype, 6, "dy", p.dy_shape());
+  if (p.has_bias) a.bias = input_param(p.bias_dtype, 1, "bias", p.bias_shape());
   auto [c0, qw, pw, qh, ph, qd, pd, c1, b, n, kw, kh, kd, g, w, h, d, c1g] =
       std::tie(a.c0, a.qw, a.pw, a.qh, a.ph, a.qd, a.pd, a.c1, a.b, a.n, a.kw, a.kh, a.kd, a.g,
                a.w, a.h, a.d, a.c1g);
-  const int Kd = (int)geo.kernel[0], Kh = (int)geo.kernel[1], Kw = (int)geo.kernel[2];
+  const auto [Kd, Kh, Kw] = ints(geo.kernel);
   const int cin1_g = (int)gd.cin1_g, cout_g = (int)gd.cout_g, Co1 = (int)geo.cout1();
   const int cin_pg = (int)geo.cin_pg(), cout_pg = (int)geo.cout_pg();
-  const int mag = (int)gd.mag_factor, groups = (int)geo.groups, Cin = (int)geo.cin;
-  const int Do = (int)geo.out[0], Ho = (int)geo.out[1], Wo = (int)geo.out[2];
-  const int sd = (int)geo.stride[0], sh = (int)geo.stride[1], sw = (int)geo.stride[2];
-  const int dd = (int)geo.dilation[0], dh = (int)geo.dilation[1], dw = (int)geo.dilation[2];
-  const int pf = (int)geo.pads[0], pt = (int)geo.pads[2], pl = (int)geo.pads[4];
+  const int mag = (int)gd.mag_factor, Cin = (int)geo.cin;
+  const auto [Do, Ho, Wo] = ints(geo.out);
+  const auto [sd, sh, sw] = ints(geo.stride);
+  const auto [dd, dh, dw] = ints(geo.dilation);
+  const auto [pf, pt, pl] = head_pads(geo);
 
-  // Weights of real group g with input channel c1g*16+c0 innermost; zero unless both channels
-  // belong to the same original group (the transposed conv never mixes groups).
-  {
-    Expr row = (((g * Kd + kd) * cin1_g + c1g) * Kh + kh) * Kw + kw;
-    Expr e_out = n / cout_pg, e_in = (c1g * C0 + c0) / cin_pg;
-    Expr valid = e_out == e_in && e_out < mag && g * mag + e_out < groups;
-    Expr v = a.filter(c0, n % C0, n / C0, row);
-    a.wz(c0, c1g, n, kw, kh, kd, g) = select(valid, to_f32(v), 0.0f);
-  }
+  // Weights of real group g with input channel c1g*16+c0 innermost (the transposed conv never
+  // mixes groups).
+  define_group_weights(a, p, cout_pg, cin_pg, /*lanes_out=*/false);
   // dy, zero outside its volume (the transposed conv reads beyond it near the borders).
   {
     Expr oc = g * cout_g + n;

@@ -1,7 +1,7 @@
 #pragma once
 /** The algorithms of dW, dX and the forward conv as Halide Funcs, with no scheduling.
  *
- * All are defined in the "real group" frame of SPEC section 2: 6HD channel block c1 of real group
+ * All are defined in the "real group" frame (docs/group_dict.md): 6HD channel block c1 of real group
  * g is block g*cin1_g + c1g, and output channel n of real group g is channel g*cout_g + n (for the
  * forward conv, whose filter packs the transposed weight, the roles swap: its output channels are
  * the packing's cin1_g blocks, its input channels the packing's cout_g). Grouped problems are

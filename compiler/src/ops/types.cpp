@@ -1,5 +1,5 @@
 /** Element types and conversions shared by the op definitions. */
-#include "ops/ops.h"
+#include "ops/define.h"
 #include "tbex/errors.h"
 
 namespace tbex::ops {
@@ -18,7 +18,7 @@ Type halide_type(DType t) {
 Expr to_f32(Expr v) {
   if (v.type() == UInt(16)) {
     // bf16 bits are the top half of an fp32. Halide's own bfloat16 type is emulated, and its
-    // scalar loads ran ~100x slower than this shift (measured on a public case).
+    // scalar loads ran far slower than this shift.
     return reinterpret<float>(cast<uint32_t>(v) << 16);
   }
   return cast<float>(v);
@@ -40,6 +40,16 @@ void constrain_shape(OutputImageParam ip, const std::vector<int64_t>& shape) {
   internal_check(ip.dimensions() == dims, "constrain_shape: rank mismatch");
   for (int i = 0; i < dims; ++i) ip.dim(i).set_bounds(0, (int)shape[dims - 1 - i]);
   ip.dim(0).set_stride(1);
+}
+
+ImageParam input_param(DType t, int dims, const char* name, const std::vector<int64_t>& shape) {
+  ImageParam ip(halide_type(t), dims, name);
+  constrain_shape(ip, shape);
+  return ip;
+}
+
+Expr same_group(Expr out_group, Expr in_group, Expr row, int mag, int groups, Expr g) {
+  return out_group == in_group && row < mag && g * mag + row < groups;
 }
 
 }  // namespace tbex::ops

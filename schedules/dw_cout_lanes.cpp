@@ -1,15 +1,16 @@
-/** dW for few input channels per block (a network's stem: Cin = 3).
+/** dw_cout_lanes: dW for few input channels per block (a network's stem: Cin = 3).
  *
  * dw_tiled vectorizes over the 16 c0 lanes of an input channel block; with 3 valid channels, 13 of
- * them compute padding. "dw_cout_lanes" vectorizes over output channels instead: 16 lanes of n
+ * them compute padding. This schedule vectorizes over output channels instead: 16 lanes of n
  * (dy's channels, contiguous) times an x value broadcast, in a register tile of (valid c0) x (kw
  * taps) x (n vectors). acc is computed at the valid c0 lanes only (the algorithm reads it at
  * clamped lanes; the output stage writes the padding lanes as 0) and stored n-innermost, so the
- * output stage transposes it into FRACTAL_Z_3D's c0-innermost order. K chunking (an rfactor),
- * per-chunk staging and the reduction split across threads follow dw_tiled. */
+ * output stage transposes it into FRACTAL_Z_3D's c0-innermost order. K chunking, the reduction
+ * split across threads and the tile spread are dw_tiled's (schedules/loops.h). */
 #include <algorithm>
 #include <sstream>
 
+#include "schedules/loops.h"
 #include "schedules/registry.h"
 #include "schedules/tiling.h"
 
@@ -28,7 +29,7 @@ struct FewCinTiles {
   int kwt = 1;  ///< kw taps per register tile
   int ch = 1;   ///< output rows (ho) per reduction chunk
   int parts = 1;  ///< reduction split into this many per-thread partial sums
-  bool stage_x = true;  ///< stage padded fp32 x at its valid lanes (dense rows only)
+  bool stage_x = true;  ///< stage padded fp32 x at its valid lanes (stage_x_rows)
   bool xs_root = true;  ///< all of it once (small), else per batch
   int64_t tiles = 1;
 };
@@ -50,14 +51,13 @@ FewCinTiles choose_tiles(const Problem& p, int threads) {
       if (cost < best) best = cost, t.nv = nv, t.kwt = kwt;
     }
   }
-  // A chunk's dy rows (every output channel) stay in L1 while all tiles stream them (the stem
-  // measured best at 2 rows of 14 KiB; 1 and 4 were slower).
+  // A chunk's dy rows (every output channel) stay in L1 while all tiles stream them (on the
+  // stem, a couple of rows ran best: fewer re-enter the tiles too often, more leave L1).
   const int64_t row_bytes = g.out[2] * p.group.cout_g * 4;
   t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, (32 << 10) / row_bytes));
   t.tiles = (p.group.cout_g / (16 * t.nv)) * (g.kernel[2] / t.kwt) * g.kernel[1] * g.kernel[0] *
             p.group.real_g;
-  for (int i = 1; i < 3; ++i)
-    t.stage_x = t.stage_x && g.stride[i] <= (g.kernel[i] - 1) * g.dilation[i] + 1;
+  t.stage_x = stage_x_rows(p);
   int64_t xs_bytes = 4 * t.cv * g.n * p.group.real_g;
   for (int i = 0; i < 3; ++i) xs_bytes *= g.in[i] + g.pads[2 * i] + g.pads[2 * i + 1];
   t.xs_root = xs_bytes <= kMaxRootXsBytes;
@@ -70,9 +70,8 @@ class DwCoutLanes final : public DwSchedule {
   std::string name() const override { return "dw_cout_lanes"; }
   std::string why_not(const Problem& p) const override {
     if (std::string why = few_cin_why_not(p, kMaxValidCin, "dw_tiled"); !why.empty()) return why;
-    const int64_t cout_valid = std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());
-    if (cout_valid < 16)
-      return "only " + std::to_string(cout_valid) + " output channels per real group: n lanes would be padding";
+    if (cout_valid(p) < 16)
+      return "only " + std::to_string(cout_valid(p)) + " output channels per real group: n lanes would be padding";
     return dw_accumulator_why_not(p);
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
@@ -100,9 +99,8 @@ class DwCoutLanes final : public DwSchedule {
     const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * t.cv * 4;
     n.visit_bytes = t.ch * (x_row + double(g.out[2]) * t.nv * 64);
     n.visit_footprint = (int64_t)n.visit_bytes;
-    const int64_t w_pad = g.in[2] + g.pads[4] + g.pads[5];
-    const int64_t x_rows = (t.ch - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
-    n.chunk_footprint = x_rows * w_pad * t.cv * 4 * g.kernel[0] * p.group.real_g +
+    const int64_t w_pad = padded_w(p);
+    n.chunk_footprint = x_rows_of(p, t.ch) * w_pad * t.cv * 4 * g.kernel[0] * p.group.real_g +
                         t.ch * g.out[2] * 4 * p.group.cout_g * p.group.real_g;
     n.units = t.parts > 1 ? (g.n >= t.parts ? g.n : g.out[0]) : t.tiles;
     // Passes: x staged at its valid lanes, dy staged n-innermost per chunk, the transposing
@@ -119,66 +117,40 @@ class DwCoutLanes final : public DwSchedule {
 
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
     const FewCinTiles t = choose_tiles(p, ctx.threads);
-    Var c0 = a.c0, n = a.n, kw = a.kw, kh = a.kh, c1g = a.c1g, kd = a.kd, g = a.g;
-    RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];
-    RVar r_mid = rdo, r_outer = rb;  // the reduction loops outside a chunk
-    Var part("part");
+    const Var c0 = a.c0, n = a.n, kw = a.kw;
     a.acc.bound(c0, 0, t.cv).bound(n, 0, (int)p.group.cout_g);
-    // Few output tiles for the threads: per-thread partial sums over batch (or depth), added up.
-    Func body = a.acc;
+    DwReduction red = split_dw_reduction(a.acc, a.r, p, t.parts, t.ch);
     if (t.parts > 1) {
-      body = split_dw_reduction(a, p, t.parts, part, r_mid, r_outer);
       a.acc.compute_root().reorder_storage(n, c0).vectorize(n, 16);
       a.acc.update().reorder(n, c0).vectorize(n, 16);
     }
-    RVar rhoo("rhoo"), rhoi("rhoi");
-    Var u("u"), v("v"), bb("bb");
-    Func intm = body.update()
-                    .split(rho, rhoo, rhoi, t.ch)
-                    .rfactor({{rhoo, u}, {r_mid, v}, {r_outer, bb}});
-
-    Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi"), tile("tile"), t1("t1"), t2("t2"), t3("t3"),
-        tgo("tgo"), tgi("tgi");
-    const int groups_par = t.parts > 1 ? 1 : (int)std::min<int64_t>(ctx.threads, t.tiles);
-    body.compute_root().reorder_storage(n, c0).reorder(n, c0).vectorize(n, 16);
-    Stage s = body.update();
+    Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi");
+    red.body.compute_root().reorder_storage(n, c0).reorder(n, c0).vectorize(n, 16);
+    Stage s = red.body.update();
     s.split(n, no, ni, 16 * t.nv)
         .split(kw, kwo, kwi, t.kwt)
-        .reorder(ni, c0, kwi, no, kwo, kh, c1g, kd, g, rhoo, r_mid, r_outer)
-        .fuse(no, kwo, t1)
-        .fuse(t1, kh, t2)
-        .fuse(t2, kd, t3)
-        .fuse(t3, g, tile)
-        .split(tile, tgo, tgi, (int)((t.tiles + groups_par - 1) / groups_par), TailStrategy::GuardWithIf)
-        .reorder(ni, c0, kwi, tgi, c1g, rhoo, r_mid, r_outer, tgo)
-        .vectorize(ni, 16)
-        .unroll(ni)
-        .unroll(c0)
-        .unroll(kwi);
-    if (t.parts > 1) s.parallel(part);
-    else s.parallel(tgo);
+        .reorder(ni, c0, kwi, no, kwo, a.kh, a.c1g, a.kd, a.g, red.chunk, red.mid, red.outer);
+    const Var tgi =
+        spread_tiles(s, {no, kwo, a.kh, a.kd, a.g}, t.tiles, ctx.threads, red, t.parts, {ni, c0, kwi}, {a.c1g});
+    s.vectorize(ni, 16).unroll(ni).unroll(c0).unroll(kwi);
 
     // x at its valid lanes is a fraction of x's bytes: staged (padded, fp32) once, or per batch
     // when large. dy rows with n innermost are staged per chunk, in cache right before the
     // thread's tiles consume them.
     if (t.stage_x && t.xs_root) a.xs.compute_root().vectorize(c0).parallel(a.d);
-    else if (t.stage_x) a.xs.compute_at(body, r_outer).vectorize(c0);
-    a.dys.compute_at(body, rhoo).vectorize(n, 16);
-    intm.compute_at(body, tgi).reorder_storage(n, c0).reorder(n, c0, kw).vectorize(n, 16)
+    else if (t.stage_x) a.xs.compute_at(red.body, red.outer).vectorize(c0);
+    a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
+    red.intm.compute_at(red.body, tgi).reorder_storage(n, c0).reorder(n, c0, kw).vectorize(n, 16)
         .unroll(n).unroll(c0).unroll(kw);
-    intm.update().reorder(n, c0, kw, rwo, rhoi).vectorize(n, 16).unroll(n).unroll(c0).unroll(kw);
+    red.intm.update().reorder(n, c0, kw, a.r[0], red.rows).vectorize(n, 16).unroll(n).unroll(c0).unroll(kw);
 
     // The transpose to c0-innermost: gathers over the few valid lanes of the n-innermost acc.
-    Var kdg("kdg");
-    a.out.compute_root().vectorize(c0).fuse(kd, g, kdg).parallel(kdg);
+    stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});
   }
 };
 
 }  // namespace
 
-const DwSchedule* dw_cout_lanes_schedule() {
-  static const DwCoutLanes s;
-  return &s;
-}
+const DwSchedule* dw_cout_lanes_schedule() { return the<DwCoutLanes>(); }
 
 }  // namespace tbex::sched

@@ -1,7 +1,7 @@
-/** dX for few input channels per block (a network's stem: Cin = 3).
+/** dx_cout_lanes: dX for few input channels per block (a network's stem: Cin = 3).
  *
  * dx_tiled vectorizes over the 16 c0 lanes of the input channel block; with 3 valid channels, 13
- * of them compute padding. "dx_cout_lanes" puts the reduction's output channels n (dy's channels,
+ * of them compute padding. This schedule puts the reduction's output channels n (dy's channels,
  * contiguous in the staged dy and, with wz stored n-innermost, in the staged weights) in the
  * vector lanes: the reduction over n is split into 16-lane blocks and the lane index rfactored
  * (intermediate `intm`, 16 partial sums per output element), then summed horizontally once per
@@ -18,9 +18,10 @@
 #include <algorithm>
 #include <sstream>
 
+#include "schedules/loops.h"
 #include "schedules/registry.h"
+#include "schedules/tile_space.h"
 #include "schedules/tiling.h"
-#include "schedules/variant.h"
 #include "tbex/errors.h"
 
 namespace tbex::sched {
@@ -33,7 +34,10 @@ constexpr int kRegs = 32;        ///< zmm registers: accumulators + cv weights +
 constexpr int kMaxAcc = 24;      ///< accumulators per register tile
 constexpr int kMaxUnrollKw = 11; ///< kw taps unrolled by default up to this
 
-const std::vector<std::string> kKeys{"qt", "ord"};
+const TileSpace& space() {
+  static const TileSpace s("dx_cout_lanes", {"qt", "ord"});
+  return s;
+}
 
 struct Tiles {
   int qt = 1;   ///< positions along w (phase frame) per register tile
@@ -56,14 +60,16 @@ Tiles choose_tiles(const Problem& p, const std::string& variant) {
   Tiles t;
   t.kwu = p.geo.kernel[2] <= kMaxUnrollKw ? 1 : 0;
   t.qt = qt_max(p, t.kwu);
-  const VariantFields f = parse_variant(variant, kKeys, "dx_cout_lanes");
-  if (f.count("qt")) t.qt = f.at("qt");
+  const VariantFields f = space().resolve(variant, {{"qt", &t.qt}});
   if (f.count("ord")) t.kwu = f.at("ord") == 1 ? 1 : 0;
-  user_check(t.qt <= ext && (!f.count("ord") || f.at("ord") <= 2), "", "variant",
-             "dx_cout_lanes variant '" + variant + "': qt must be at most " + std::to_string(ext) +
-                 " (positions along w), ord 1 (kw taps unrolled inside the n-block loop) or 2 (n-block loop innermost)");
+  space().require(t.qt <= ext && (!f.count("ord") || f.at("ord") <= 2), variant,
+                  "qt must be at most " + std::to_string(ext) +
+                      " (positions along w), ord 1 (kw taps unrolled inside the n-block loop) or 2 "
+                      "(n-block loop innermost)");
   return t;
 }
+
+std::string key_of(const Tiles& t) { return space().key({{"qt", t.qt}, {"ord", 2 - t.kwu}}); }
 
 class DxCoutLanes final : public DxSchedule {
  public:
@@ -72,18 +78,17 @@ class DxCoutLanes final : public DxSchedule {
     if (std::string why = few_cin_why_not(p, kMaxValidCin, "dx_tiled"); !why.empty()) return why;
     const int cv = cin_valid(p);
     // Lanes doing useful work: cout_valid / cout_g here, cv / 16 in dx_tiled; ask for twice.
-    const int64_t cout_valid = std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());
-    if (cout_valid * 16 < 2 * cv * p.group.cout_g)
-      return "only " + std::to_string(cout_valid) + " of " + std::to_string(p.group.cout_g) +
+    if (cout_valid(p) * 16 < 2 * cv * p.group.cout_g)
+      return "only " + std::to_string(cout_valid(p)) + " of " + std::to_string(p.group.cout_g) +
              " output channels per real group are valid: n lanes would be mostly padding";
     return "";
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const Tiles t = choose_tiles(p, ctx.variant);
     std::ostringstream s;
-    s << "[" << format_variant({{"qt", t.qt}, {"ord", 2 - t.kwu}}, kKeys) << "] register tile "
+    s << "[" << key_of(t) << "] register tile "
       << cin_valid(p) << "c0 x " << t.qt << "w x 16n (n in lanes, rfactor + horizontal sum), "
-      << (p.geo.stride[0] * p.geo.stride[1] * p.geo.stride[2] > 1 ? "stride-phase frame, " : "")
+      << (is_strided(p) ? "stride-phase frame, " : "")
       << (t.kwu ? "kw unrolled, " : "") << "per-row output, " << ctx.threads << " threads";
     return s.str();
   }
@@ -92,16 +97,13 @@ class DxCoutLanes final : public DxSchedule {
   std::vector<std::string> candidates(const Problem& p, const Context&) const override {
     const int64_t ext = phase_extent(p, 2);
     const Tiles own = choose_tiles(p, "");
-    std::vector<std::string> out{format_variant({{"qt", own.qt}, {"ord", 2 - own.kwu}}, kKeys)};
+    std::vector<std::string> keys{key_of(own)};
     for (int kwu : {own.kwu, 1 - own.kwu}) {
       const int64_t qmax = qt_max(p, kwu);
       for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), qmax + 1, qmax * 3 / 4})
-        if (qt <= ext)
-          out.push_back(format_variant({{"qt", (int)std::max<int64_t>(1, qt)}, {"ord", 2 - kwu}}, kKeys));
+        if (qt <= ext) keys.push_back(key_of({(int)std::max<int64_t>(1, qt), kwu}));
     }
-    out = unique_upto(out, 6);
-    out[0] = "";
-    return out;
+    return TileSpace::candidates(keys, 6);
   }
 
   Estimate estimate(const Problem& p, const Context& ctx) const override {
@@ -116,8 +118,8 @@ class DxCoutLanes final : public DxSchedule {
     if (t.kwu) {
       // A step: one 16-channel block at one (kd, kh), every kw tap of the phase unrolled; the
       // taps share dy vectors.
-      // Live besides the accumulators: the cv weights of the tap in use and the dy vectors
-      // (measured: qt = 7, 21 accumulators, ran fastest on the stem).
+      // Live besides the accumulators: the cv weights of the tap in use and the dy vectors (a
+      // tile of about 21 accumulators ran fastest on the stem).
       n.tile = {cv * t.qt * taps_w, t.qt + taps_w - 1 + cv * taps_w, cv * t.qt, cv + 2, 0};
       n.steps_per_visit = blocks * taps_dh;
     } else {
@@ -150,16 +152,10 @@ class DxCoutLanes final : public DxSchedule {
     a.out = a.out_lanes;  // computes dxp, acc and wz at the valid lanes only
 
     // Staged fp32 operands: weights n-innermost (a 16-lane load per c0 and tap), dy as is.
-    {
-      Var t1("t1"), t2("t2");
-      a.wz.compute_root()
-          .reorder_storage(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g)
-          .reorder(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g)
-          .vectorize(a.n, 16)
-          .fuse(a.kd, a.g, t1)
-          .parallel(t1);
-      a.dys.compute_root().vectorize(a.n, 16).fuse(a.d, a.b, t2).fuse(t2, a.g, t1).parallel(t1);
-    }
+    a.wz.reorder_storage(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g)
+        .reorder(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g);
+    stage_root(a.wz, a.n, 16, {a.kd, a.g}, {"t1"});
+    stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
 
     // n in lanes: rfactor the 16-lane part of the n reduction.
     RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
@@ -200,9 +196,6 @@ class DxCoutLanes final : public DxSchedule {
 
 }  // namespace
 
-const DxSchedule* dx_cout_lanes_schedule() {
-  static const DxCoutLanes s;
-  return &s;
-}
+const DxSchedule* dx_cout_lanes_schedule() { return the<DxCoutLanes>(); }
 
 }  // namespace tbex::sched

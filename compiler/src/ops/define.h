@@ -1,0 +1,47 @@
+#pragma once
+/** Pieces the op definitions share (the .cpp files of ops/ only; schedules see ops.h). */
+#include <array>
+
+#include "ops/ops.h"
+
+namespace tbex::ops {
+
+constexpr int C0 = (int)kC0;  // as int: Halide Exprs are 32-bit
+
+/** Three sizes as the 32-bit ints Halide Exprs use: const auto [sd, sh, sw] = ints(geo.stride). */
+inline std::array<int, 3> ints(const std::array<int64_t, 3>& v) {
+  return {(int)v[0], (int)v[1], (int)v[2]};
+}
+/** The leading pads (front, top, left): x + pad is a position in the padded frame. */
+inline std::array<int, 3> head_pads(const ConvGeometry& g) {
+  return {(int)g.pads[0], (int)g.pads[2], (int)g.pads[4]};
+}
+
+/** A kernel input: a `dims`-D ImageParam of `t` named `name`, constrained to `shape`. */
+Halide::ImageParam input_param(DType t, int dims, const char* name, const std::vector<int64_t>& shape);
+
+/** True where a filter entry's output-channel group `out_group` and input-channel group
+ * `in_group` (original groups within real group g) are one group, and that group exists: `row`
+ * (the group of the fractal row's channel n) is below mag and g*mag + row below `groups`.
+ * Cross-group and padding entries are 0 (docs/group_dict.md). */
+Halide::Expr same_group(Halide::Expr out_group, Halide::Expr in_group, Halide::Expr row, int mag,
+                        int groups, Halide::Expr g);
+
+/** a.wz(c0, c1g, n, kw, kh, kd, g): the FRACTAL_Z_3D filter of real group g in fp32, fractal lane
+ * channel c1g*16+c0 innermost and row channel n, zero where the two channels are not of one
+ * original group (n_pg / lane_pg channels per group; see same_group). dX and the forward conv;
+ * lanes_out: the lanes are the op's output channels (the forward conv), else n is. */
+template <class Algorithm>
+void define_group_weights(Algorithm& a, const Problem& p, int n_pg, int lane_pg, bool lanes_out) {
+  const auto [Kd, Kh, Kw] = ints(p.geo.kernel);
+  const int cin1_g = (int)p.group.cin1_g;
+  auto [c0, c1g, n, kw, kh, kd, g] = std::tie(a.c0, a.c1g, a.n, a.kw, a.kh, a.kd, a.g);
+  Halide::Expr row = (((g * Kd + kd) * cin1_g + c1g) * Kh + kh) * Kw + kw;
+  Halide::Expr n_group = n / n_pg, lane_group = (c1g * C0 + c0) / lane_pg;
+  Halide::Expr valid = same_group(lanes_out ? lane_group : n_group, lanes_out ? n_group : lane_group,
+                                  n_group, (int)p.group.mag_factor, (int)p.geo.groups, g);
+  Halide::Expr v = a.filter(c0, n % C0, n / C0, row);
+  a.wz(c0, c1g, n, kw, kh, kd, g) = Halide::select(valid, to_f32(v), 0.0f);
+}
+
+}  // namespace tbex::ops

@@ -1,0 +1,209 @@
+/** dw_tiled: the dense dW GEMM. M = output channels (n), N = input channels x taps (c0, kw, ...),
+ * K = N*Do*Ho*Wo. A register tile of NT output channels x KWT kw taps x 16 input lanes (c0, one
+ * AVX-512 vector per kw) streams K in chunks of CH output rows, so the x and dy rows a chunk
+ * touches stay in L2 while every output tile is updated from them (split_dw_reduction: intm
+ * holds one chunk's partial sums for one tile, in registers). Output tiles are split across
+ * threads (outermost parallel loop), so there is no cross-thread reduction and results do not
+ * depend on the thread count; with too few tiles for the threads the reduction is split into
+ * per-thread partial sums instead. */
+#include <sstream>
+
+#include "schedules/loops.h"
+#include "schedules/registry.h"
+#include "schedules/tile_space.h"
+#include "schedules/tiling.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+struct DwTiles {
+  int nt = 8;   ///< output channels per register tile
+  int kwt = 1;  ///< kw taps per register tile
+  int ch = 1;   ///< output rows (ho) per reduction chunk
+  int parts = 1;  ///< reduction split into this many per-thread partial sums
+  bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows)
+  bool prefetch_x = false;  ///< prefetch the next chunk's x rows while this chunk computes
+  int64_t tiles = 1;
+};
+
+const TileSpace& space() {
+  static const TileSpace s("dw_tiled", {"nt", "kwt", "ch", "parts"}, "TBEX_DW_TILE", 3);
+  return s;
+}
+
+/** The tiles for `p`: the schedule's own choice, then TBEX_DW_TILE (only when no variant is
+ * given), then the fields `variant` sets. */
+DwTiles choose_tiles(const Problem& p, const Context& ctx) {
+  const ConvGeometry& g = p.geo;
+  const int threads = ctx.threads;
+  DwTiles t;
+  t.kwt = largest_divisor_upto(g.kernel[2], 3);
+  // 12-16 zmm accumulators run best (more spill): 4n x 3kw, 8n x 2kw or 16n x 1kw.
+  t.nt = t.kwt == 3 ? 4 : t.kwt == 2 ? 8 : 16;
+  // ~512 reduction points per chunk amortize loading/storing the tile, and a chunk's x/dy rows
+  // fit in L2.
+  t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / g.out[2]));
+  const VariantFields f = space().resolve(ctx.variant, {{"nt", &t.nt}, {"kwt", &t.kwt}, {"ch", &t.ch}});
+  t.stage_x = stage_x_rows(p);
+  const bool can_split = threads > 1 && std::max(g.n, g.out[0]) >= threads;
+  // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.
+  space().require(p.group.cout_g % (f.count("nt") ? t.nt : 1) == 0 &&
+                      g.kernel[2] % (f.count("kwt") ? t.kwt : 1) == 0 &&
+                      g.out[1] % (f.count("ch") ? t.ch : 1) == 0,
+                  ctx.variant,
+                  "nt must divide cout_g (" + std::to_string(p.group.cout_g) + "), kwt Kw (" +
+                      std::to_string(g.kernel[2]) + ") and ch Ho (" + std::to_string(g.out[1]) + ")");
+  t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
+            g.kernel[0] * p.group.real_g;
+  // Staging streams x from memory chunk by chunk; where that dominates (many x bytes per FMA:
+  // few channels, strides) the next chunk's rows are prefetched during this chunk's tiles, if
+  // both chunks fit in L2 side by side (larger chunks got slower).
+  {
+    const int64_t chunk_bytes =
+        x_rows_of(p, t.ch) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
+    const double x_bytes = 4.0 * g.n * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
+    t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && x_bytes / (g.flops() / 32) >= 0.5;
+  }
+  // Fewer than 4 tiles a thread balance badly: split the reduction instead.
+  if (can_split && t.tiles < 4 * threads) t.parts = threads;
+  if (f.count("parts")) {
+    t.parts = f.at("parts");
+    space().require(t.parts == 1 || (can_split && t.parts == threads), ctx.variant,
+                    std::string("parts must be 1") +
+                        (can_split ? " or " + std::to_string(threads) + " (the thread count)" : ""));
+  }
+  return t;
+}
+
+std::string key_of(const DwTiles& t) {
+  return space().key({{"nt", t.nt}, {"kwt", t.kwt}, {"ch", t.ch}, {"parts", t.parts}});
+}
+
+/** "" (the own choice) first, then register tiles of at most 16 accumulators (nt x kwt) and
+ * each with a narrower one, the row chunk halved and doubled, and the other reduction split. */
+std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
+  Context own = ctx;
+  own.variant = "";
+  const DwTiles d = choose_tiles(p, own);
+  const ConvGeometry& g = p.geo;
+  std::vector<DwTiles> list{d};
+  for (int kwt = 3; kwt >= 1; --kwt) {
+    if (g.kernel[2] % kwt != 0) continue;
+    for (int acc : {16, 8}) {
+      DwTiles t = d;
+      t.kwt = kwt, t.nt = largest_divisor_upto(p.group.cout_g, acc / kwt);
+      list.push_back(t);
+    }
+  }
+  for (int64_t ch : {(int64_t)d.ch * 2, (int64_t)d.ch / 2}) {
+    DwTiles t = d;
+    t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, ch));
+    list.push_back(t);
+  }
+  if (ctx.threads > 1 && std::max(g.n, g.out[0]) >= ctx.threads) {
+    DwTiles t = d;
+    t.parts = d.parts > 1 ? 1 : ctx.threads;
+    list.push_back(t);
+  }
+  std::vector<std::string> keys;
+  for (const DwTiles& t : list) keys.push_back(key_of(t));
+  return TileSpace::candidates(keys, 8);
+}
+
+/** The cost model's view of dw_tiled with tiles `t`. */
+Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
+  const ConvGeometry& g = p.geo;
+  const GroupDict& gd = p.group;
+  LoopNest n;
+  n.threads = ctx.threads;
+  // Per step: kwt x vectors (c0 lanes), nt dy broadcasts, nt x kwt FMAs.
+  n.tile = {double(t.nt * t.kwt), double(t.kwt + t.nt), t.nt * t.kwt, t.kwt + 1, 0};
+  const int64_t tiles = ceil_div(gd.cout_g, t.nt) * ceil_div(g.kernel[2], t.kwt) * g.kernel[1] *
+                        gd.cin1_g * g.kernel[0] * gd.real_g;
+  n.steps_per_visit = double(t.ch * g.out[2]);
+  n.visits = double(tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
+  // A visit streams ch rows of x (one block, kw taps overlapping) and ch rows of dy (a line a
+  // position holds the tile's nt channels).
+  const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * 64;
+  const double dy_row = double(g.out[2]) * 64;
+  n.visit_bytes = t.ch * (x_row + dy_row);
+  n.visit_footprint = (int64_t)n.visit_bytes;
+  // A chunk's staged x (all blocks, every kd and kh) and dy rows (every output channel).
+  const int64_t x_rows = x_rows_of(p, t.ch), w_pad = padded_w(p);
+  n.chunk_footprint = x_rows * w_pad * 64 * gd.cin1_g * gd.real_g * g.kernel[0] +
+                      t.ch * g.out[2] * 64 * g.cout1();
+  n.units = t.parts > 1 ? (g.n >= t.parts ? g.n : g.out[0]) : tiles;
+  // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
+  // output stage, and adding the per-thread partial sums.
+  const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
+  const double restage = double(g.kernel[0]) / g.stride[0] * x_rows / (t.ch * g.stride[1]);
+  n.pass_bytes = (t.stage_x ? x_elems * restage * (input_bytes(p) + 4) : 0) +
+                 (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + 4) : 0) +
+                 dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
+  n.lane_use = lane_use_of(g.flops(), n);
+  return evaluate(n, Machine::of(ctx.target));
+}
+
+class DwTiled final : public DwSchedule {
+ public:
+  std::string name() const override { return "dw_tiled"; }
+  std::string why_not(const Problem& p) const override { return dw_accumulator_why_not(p); }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    const DwTiles t = choose_tiles(p, ctx);
+    std::ostringstream s;
+    s << "[" << key_of(t) << "] register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, "
+      << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch
+      << " rows x " << p.geo.out[2] << " cols, "
+      << (t.stage_x ? "" : "x read in place (sparse rows), ")
+      << (t.prefetch_x ? "next chunk of x prefetched, " : "")
+      << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
+      << (p.in_dtype == DType::kFloat32 ? "dy read in place" : "dy staged to fp32");
+    return s.str();
+  }
+  std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
+    return candidates_of(p, ctx);
+  }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    return estimate_of(p, ctx, choose_tiles(p, ctx));
+  }
+
+  void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
+    const DwTiles t = choose_tiles(p, ctx);
+    const Var c0 = a.c0, n = a.n, kw = a.kw;
+    DwReduction red = split_dw_reduction(a.acc, a.r, p, t.parts, t.ch);
+    if (t.parts > 1) {
+      a.acc.compute_root().vectorize(c0);
+      a.acc.update().vectorize(c0);
+    }
+    Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi");
+    red.body.compute_root().vectorize(c0);
+    Stage s = red.body.update();
+    s.split(n, no, ni, t.nt)
+        .split(kw, kwo, kwi, t.kwt)
+        .reorder(c0, ni, kwi, no, kwo, a.kh, a.c1g, a.kd, a.g, red.chunk, red.mid, red.outer);
+    const Var tgi =
+        spread_tiles(s, {no, kwo, a.kh, a.c1g, a.kd, a.g}, t.tiles, ctx.threads, red, t.parts, {c0, ni, kwi}, {});
+    s.vectorize(c0).unroll(ni).unroll(kwi);
+
+    // Staging per reduction chunk: the padded fp32 rows of x (and dy, for 16-bit inputs) one
+    // chunk needs are built in cache right before every tile of the thread consumes them, so
+    // conversion and padding stay out of the hot loop without a pass over memory.
+    if (t.stage_x) {
+      a.xs.compute_at(red.body, red.chunk).vectorize(c0);
+      if (t.prefetch_x) s.prefetch(a.x, red.chunk, red.chunk, 1, PrefetchBoundStrategy::NonFaulting);
+    }
+    if (p.in_dtype != DType::kFloat32) a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
+    red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(kw);
+    red.intm.update().reorder(c0, n, kw, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(kw);
+
+    stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});
+  }
+};
+
+}  // namespace
+
+const DwSchedule* dw_tiled_schedule() { return the<DwTiled>(); }
+
+}  // namespace tbex::sched

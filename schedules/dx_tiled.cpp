@@ -1,0 +1,104 @@
+/** dx_tiled: the dense dX GEMM. M = input positions (qw..., in the stride-phase frame), N = input
+ * channels (c0, c1), K = output channels x taps of the phase: the GEMM register tile of
+ * schedules/gemm_tile.h, QT positions x CT channel blocks. With strides the tile lives in the
+ * phase frame (all QT positions share one phase, so one tap set), computed per output depth
+ * slice and scattered back to 6HD while it is in L2. */
+#include "schedules/gemm_tile.h"
+#include "schedules/loops.h"
+#include "schedules/registry.h"
+#include "schedules/tiling.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
+ public:
+  std::string name() const override { return "dx_tiled"; }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    return describe_gemm_tile(tiles(p, ctx), "w") + (is_strided(p) ? "stride-phase frame, " : "") +
+           std::to_string(ctx.threads) + " threads";
+  }
+  void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
+
+ protected:
+  GemmShape shape(const Problem& p) const override {
+    return {"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
+            p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
+  }
+  Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const override;
+};
+
+Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const {
+  const ConvGeometry& g = p.geo;
+  const GroupDict& gd = p.group;
+  LoopNest n;
+  n.threads = ctx.threads;
+  // Per step (one output channel of one tap): ct weight vectors, qt dy broadcasts per real
+  // group the tile's ct blocks span (each group reduces over its own dy channels).
+  const int spanned = gd.cin1_g >= t.ct ? 1 : (int)ceil_div(t.ct, gd.cin1_g);
+  n.tile = {double(t.qt * t.ct), double(t.qt * spanned + t.ct), t.qt * t.ct, t.ct + spanned, 0};
+  // Each phase's positions run the taps of that phase only (the RDom predicate).
+  const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
+                      double(g.stride[0] * g.stride[1] * g.stride[2]);
+  n.steps_per_visit = gd.cout_g * taps;
+  const int64_t rows = g.n * phase_extent(p, 0) * g.stride[0] * phase_extent(p, 1) * g.stride[1];
+  const int64_t tiles = rows * g.stride[2] * ceil_div(phase_extent(p, 2), t.qt) * (g.cin1() / t.ct);
+  n.visits = double(tiles);
+  // A visit reads its ct blocks' weights (every output channel and tap of the phase) and qt
+  // positions (plus the taps' reach) of dy rows.
+  const double w_bytes = t.ct * 64.0 * gd.cout_g * taps;
+  const double dy_bytes = (t.qt + double(g.kernel[2]) / g.stride[2]) * gd.cout_g * 4 *
+                          double(g.kernel[0]) * g.kernel[1] / (g.stride[0] * g.stride[1]);
+  n.visit_bytes = w_bytes + dy_bytes;
+  n.visit_footprint = (int64_t)n.visit_bytes;
+  n.chunk_footprint = int64_t(g.cin1() * 64.0 * gd.cout_g * g.kernel[0] * g.kernel[1] * g.kernel[2]) +
+                      int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * gd.cout_g * 4 * gd.real_g;
+  n.units = g.n * phase_extent(p, 0) * g.stride[0];
+  // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach), the phase
+  // scatter back to 6HD when strided (per depth slice, from L2: only the writes count).
+  const double w_elems = dw_out_elems(p);  // the filter has dW's shape
+  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + 4) +
+                 (is_strided(p) ? dx_elems(p) * 4 : 0);
+  n.lane_use = lane_use_of(g.flops(), n);
+  return evaluate(n, Machine::of(ctx.target));
+}
+
+void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const {
+  const GemmTiles t = tiles(p, ctx);
+  const Var c0 = a.c0, qw = a.qw, c1 = a.c1, b = a.b;
+  stage_root(a.wz, c0, 0, {a.kd, a.g}, {"t1"});
+  stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+  Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
+  if (a.strided) {
+    // The phase frame is computed per output depth slice (one qd, pd) right before that
+    // slice is scattered back to 6HD, so it stays in L2: at root it would be a second
+    // dx-sized buffer, allocated (page faults) and streamed through memory twice per call.
+    a.out.compute_root().vectorize(c0).parallel(a.d);
+    a.dxp.compute_at(a.out, a.d)
+        .split(qw, wo, wi, t.qt)
+        .split(c1, c1o, c1i, t.ct)
+        .reorder(c0, wi, c1i, wo, a.pw, a.qh, a.ph, c1o, a.qd, a.pd, b)
+        .vectorize(c0)
+        .unroll(wi)
+        .unroll(c1i);
+  } else {
+    a.out.compute_root()
+        .split(a.w, wo, wi, t.qt)
+        .split(c1, c1o, c1i, t.ct)
+        .reorder(c0, wi, c1i, wo, a.h, c1o, a.d, b)
+        .vectorize(c0)
+        .unroll(wi)
+        .unroll(c1i)
+        .fuse(a.d, b, par)
+        .parallel(par);
+  }
+  register_tile(a.acc, a.strided ? a.dxp : a.out, wo, c0, qw, c1, a.r);
+}
+
+}  // namespace
+
+const DxSchedule* dx_tiled_schedule() { return the<DxTiled>(); }
+
+}  // namespace tbex::sched

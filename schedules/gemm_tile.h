@@ -1,0 +1,72 @@
+#pragma once
+/** The register tile of an output-stationary GEMM micro-kernel, as dx_tiled and fwd_tiled use it:
+ * QT positions along a row x CT 16-lane channel blocks, QT*CT vector accumulators; per reduction
+ * step CT weight vectors are loaded and QT values broadcast. The tile space (keys qt, ct; the
+ * schedule's TBEX_*_TILE knob), the own choice, the variant rules and the tuner's candidates are
+ * declared here once. */
+#include <string>
+#include <vector>
+
+#include "schedules/registry.h"
+#include "schedules/tile_space.h"
+
+namespace tbex::sched {
+
+struct GemmTiles {
+  int qt = 8;  ///< positions along the row per register tile
+  int ct = 1;  ///< 16-channel blocks per register tile
+};
+
+/** What a schedule's GEMM tile is drawn from. */
+struct GemmShape {
+  const char* schedule;     ///< "dx_tiled"
+  const char* knob;         ///< "TBEX_DX_TILE": the override of (qt, ct)
+  int64_t row;              ///< positions along the tile's row (qt is at most this)
+  const char* row_name;     ///< for messages: "the positions along w"
+  int64_t blocks;           ///< channel blocks ct must divide
+  const char* blocks_name;  ///< for messages: "C1"
+  int64_t group_blocks;     ///< blocks per real group: candidates keeping a tile in one first
+  bool cover_row;           ///< own qt: the narrowest tile covering the row in the fewest
+                            ///< tiles (else the widest that fits the accumulators)
+  size_t cap;               ///< most candidates listed
+};
+
+/** The schedule's own choice, then the knob's override (only without a variant), then the
+ * fields `variant` sets (UserError when ct does not divide the blocks or qt exceeds the row). */
+GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant);
+
+/** "qt=..,ct=.." */
+std::string gemm_key(const GemmTiles& t);
+
+/** "" (the own choice) first, then per CT (a divisor of the blocks up to 4; those keeping a tile
+ * inside one real group first) tiles of 16, 12 and 8 accumulators, and the narrowest tile
+ * covering a row in as few tiles. */
+std::vector<std::string> gemm_candidates(const GemmShape& s);
+
+/** "[qt=..,ct=..] register tile 16c0 x <ct>c1 x <qt><pos>, " */
+std::string describe_gemm_tile(const GemmTiles& t, const char* pos);
+
+/** A schedule whose tiles come from a GEMM tile space: it always applies; its candidates and its
+ * estimate follow from shape() and the cost of given tiles. */
+template <class Algorithm>
+class GemmTiledSchedule : public Schedule<Algorithm> {
+ public:
+  std::string why_not(const Problem&) const override { return ""; }
+  std::vector<std::string> candidates(const Problem& p, const Context&) const override {
+    return gemm_candidates(shape(p));
+  }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    return estimate_tiles(p, ctx, tiles(p, ctx));
+  }
+  /** The tiles for `p` and ctx.variant. */
+  GemmTiles tiles(const Problem& p, const Context& ctx) const {
+    return choose_gemm_tiles(shape(p), ctx.variant);
+  }
+
+ protected:
+  virtual GemmShape shape(const Problem& p) const = 0;
+  /** The cost model's view of the schedule with tiles `t`. */
+  virtual Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const = 0;
+};
+
+}  // namespace tbex::sched

@@ -1,0 +1,72 @@
+#include "schedules/loops.h"
+
+#include <algorithm>
+
+namespace tbex::sched {
+
+using namespace Halide;
+
+void stage_root(Func f, const Var& lanes, int width, const std::vector<Var>& outer,
+                const std::vector<std::string>& names) {
+  f.compute_root();
+  if (width > 0) f.vectorize(lanes, width);
+  else f.vectorize(lanes);
+  Var fused = outer.at(0);
+  for (size_t i = 1; i < outer.size(); ++i) {
+    const Var next(names.at(i - 1));
+    f.fuse(fused, outer[i], next);
+    fused = next;
+  }
+  f.parallel(fused);
+}
+
+void register_tile(Func acc, Func owner, const Var& at, const Var& c0, const Var& pos,
+                   const Var& blk, const RDom& r) {
+  acc.compute_at(owner, at).vectorize(c0).unroll(pos).unroll(blk);
+  acc.update().reorder(c0, pos, blk, r[0], r[1], r[2], r[3]).vectorize(c0).unroll(pos).unroll(blk);
+}
+
+DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int parts, int ch) {
+  DwReduction red;
+  red.mid = r[2], red.outer = r[3];
+  red.body = acc;
+  if (parts > 1) {
+    RVar so("so"), si("si");
+    const bool by_batch = p.geo.n >= parts;
+    const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
+    red.body = acc.update()
+                   .split(by_batch ? r[3] : r[2], so, si, (int)((extent + parts - 1) / parts),
+                          TailStrategy::GuardWithIf)
+                   .rfactor(so, red.part);
+    (by_batch ? red.outer : red.mid) = si;
+  }
+  Var u("u"), v("v"), bb("bb");
+  red.intm = red.body.update()
+                 .split(r[1], red.chunk, red.rows, ch)
+                 .rfactor({{red.chunk, u}, {red.mid, v}, {red.outer, bb}});
+  return red;
+}
+
+Var spread_tiles(Stage s, const std::vector<VarOrRVar>& dims, int64_t tiles, int threads,
+                 const DwReduction& red, int parts, std::vector<VarOrRVar> inner,
+                 const std::vector<VarOrRVar>& after) {
+  Var tile("tile"), tgo("tgo"), tgi("tgi");
+  VarOrRVar fused = dims.at(0);
+  for (size_t i = 1; i < dims.size(); ++i) {
+    const Var next(i + 1 == dims.size() ? "tile" : "t" + std::to_string(i));
+    s.fuse(fused, dims[i], next);
+    fused = next;
+  }
+  const int groups = parts > 1 ? 1 : (int)std::min<int64_t>(threads, tiles);
+  s.split(tile, tgo, tgi, (int)((tiles + groups - 1) / groups), TailStrategy::GuardWithIf);
+  inner.push_back(tgi);
+  inner.insert(inner.end(), after.begin(), after.end());
+  for (const VarOrRVar& v : {VarOrRVar(red.chunk), VarOrRVar(red.mid), VarOrRVar(red.outer), VarOrRVar(tgo)})
+    inner.push_back(v);
+  s.reorder(inner);
+  if (parts > 1) s.parallel(red.part);
+  else s.parallel(tgo);
+  return tgi;
+}
+
+}  // namespace tbex::sched

@@ -1,0 +1,52 @@
+#pragma once
+/** Halide loop-nest pieces the schedule families share: staged operands computed at root, the
+ * GEMM register tile of an accumulator, dW's reduction split (per-thread partial sums and K
+ * chunks) and the spread of fused output tiles over threads. */
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "ops/ops.h"
+
+namespace tbex::sched {
+
+/** `f` computed at root, vectorized along `lanes` (the whole dim when width is 0, else split by
+ * width) and its `outer` dims (innermost first) fused into one parallel loop: fused pairwise
+ * left to right under `names` (one fewer than the dims; the last is the parallel loop). */
+void stage_root(Halide::Func f, const Halide::Var& lanes, int width,
+                const std::vector<Halide::Var>& outer, const std::vector<std::string>& names);
+
+/** The GEMM register tile: `acc` computed at `at` of `owner`, its 16 c0 lanes vectorized and the
+ * tile's positions `pos` and channel blocks `blk` unrolled; the update walks r (n, kw, kh, kd)
+ * outside the tile. */
+void register_tile(Halide::Func acc, Halide::Func owner, const Halide::Var& at,
+                   const Halide::Var& c0, const Halide::Var& pos, const Halide::Var& blk,
+                   const Halide::RDom& r);
+
+/** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1 (few
+ * output tiles for the threads) the reduction is first split over batch (or depth, when the
+ * batch is smaller than parts) into per-thread partial sums indexed by `part` (an rfactor; `acc`
+ * then adds them up). The tiles' Func is then chunked along ho by ch rows (a second rfactor):
+ * intm holds one chunk's partial sums of one tile, in registers. */
+struct DwReduction {
+  Halide::Func body;     ///< the Func whose update the tiles run in: acc or the partial sums
+  Halide::Func intm;     ///< one chunk's partial sums of one tile
+  Halide::RVar chunk{"rhoo"};  ///< the chunk loop (ho / ch)
+  Halide::RVar rows{"rhoi"};   ///< intm's loop over a chunk's rows
+  Halide::RVar mid, outer;     ///< the reduction loops outside a chunk (depth, batch)
+  Halide::Var part{"part"};    ///< the partial sums' index (parts > 1)
+};
+DwReduction split_dw_reduction(Halide::Func acc, const Halide::RDom& r, const Problem& p,
+                               int parts, int ch);
+
+/** The fused output tiles of a dW update: `dims` (innermost first) fused into one loop `tile`
+ * and split into one group per thread (outermost, tgo: each thread owns whole tiles, so there
+ * is no cross-thread reduction); with parts > 1 all tiles run per part and parts are parallel.
+ * The loops end up ordered `inner`, tgi, `after`, the reduction outside a chunk, tgo. Returns
+ * tgi, the loop over a thread's tiles. */
+Halide::Var spread_tiles(Halide::Stage s, const std::vector<Halide::VarOrRVar>& dims,
+                         int64_t tiles, int threads, const DwReduction& red, int parts,
+                         std::vector<Halide::VarOrRVar> inner,
+                         const std::vector<Halide::VarOrRVar>& after);
+
+}  // namespace tbex::sched
