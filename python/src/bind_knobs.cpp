@@ -26,6 +26,12 @@ const char* kind_name(knobs::Kind k) {
   return "?";
 }
 
+pyb::dict stats_dict(const KernelCacheStats& s) {
+  return pyb::dict(pyb::arg("hits") = s.hits, pyb::arg("misses") = s.misses,
+                   pyb::arg("evictions") = s.evictions, pyb::arg("size") = s.size,
+                   pyb::arg("capacity") = s.capacity);
+}
+
 }  // namespace
 
 void define_knobs(pyb::module_& m) {
@@ -47,18 +53,10 @@ void define_knobs(pyb::module_& m) {
   m.def("knob_unset", &knobs::unset, pyb::arg("name"));
   m.def("knobs_codegen_key", &knobs::codegen_key);
   m.def("log_topics", &log::topics);
-  m.def("kernel_cache_stats", [] {
-    const KernelCacheStats s = kernel_cache_stats();
-    return pyb::dict(pyb::arg("hits") = s.hits, pyb::arg("misses") = s.misses,
-                     pyb::arg("evictions") = s.evictions, pyb::arg("size") = s.size,
-                     pyb::arg("capacity") = s.capacity);
-  }, "the in-process kernel cache: hits, misses, evictions, size, capacity");
-  m.def("conv_plan_cache_stats", [] {
-    const KernelCacheStats s = ConvBackwardPlan::cache_stats();
-    return pyb::dict(pyb::arg("hits") = s.hits, pyb::arg("misses") = s.misses,
-                     pyb::arg("evictions") = s.evictions, pyb::arg("size") = s.size,
-                     pyb::arg("capacity") = s.capacity);
-  }, "convolution_backward's plan cache (same policy and capacity as the kernel cache)");
+  m.def("kernel_cache_stats", [] { return stats_dict(kernel_cache_stats()); },
+        "the in-process kernel cache: hits, misses, evictions, size, capacity");
+  m.def("conv_plan_cache_stats", [] { return stats_dict(ConvBackwardPlan::cache_stats()); },
+        "convolution_backward's plan cache (same policy and capacity as the kernel cache)");
   m.def("select_schedule", [](const Problem& p, const std::string& schedule,
                               const std::string& variant) {
     Selection s;

@@ -77,6 +77,11 @@ std::string shape_str(const std::vector<int64_t>& v) {
   return s + (v.size() == 1 ? ",)" : ")");
 }
 
+void check_input_count(size_t want, size_t got) {
+  user_check(got == want, "", "inputs",
+             "expected " + std::to_string(want) + " inputs, got " + std::to_string(got));
+}
+
 /** A halide_buffer_t over caller memory; dims innermost first. */
 struct BufferView {
   halide_buffer_t buf{};
@@ -183,9 +188,7 @@ class JitKernel final : public Kernel {
     const auto shapes = problem_.input_shapes();
     const auto dtypes = problem_.input_dtypes();
     const auto names = problem_.input_names();
-    user_check(inputs.size() == shapes.size(), "", "inputs",
-               "expected " + std::to_string(shapes.size()) + " inputs, got " +
-                   std::to_string(inputs.size()));
+    check_input_count(shapes.size(), inputs.size());
     std::vector<BufferView> views;
     views.reserve(inputs.size() + 1);
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -279,9 +282,7 @@ void Kernel::run_dense(const std::vector<const void*>& inputs, void* output) con
   const Problem& p = problem();
   const auto shapes = p.input_shapes();
   const auto dtypes = p.input_dtypes();
-  user_check(inputs.size() == shapes.size(), "", "inputs",
-             "expected " + std::to_string(shapes.size()) + " inputs, got " +
-                 std::to_string(inputs.size()));
+  check_input_count(shapes.size(), inputs.size());
   std::vector<TensorArg> args;
   for (size_t i = 0; i < inputs.size(); ++i) args.push_back(TensorArg{inputs[i], shapes[i], {}, dtypes[i]});
   run(args, TensorArg{output, p.output_shape(), {}, p.res_dtype});
