@@ -1,5 +1,7 @@
 #include "schedules/cost_model.h"
 
+#include "schedules/calibrate.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +12,38 @@
 #include <thread>
 
 namespace tbex::sched {
+namespace {
+
+/** The target's code runs on this machine: same architecture, OS and bits, and every vector ISA
+ * feature it uses is the host's (an AVX2 target on an AVX-512 host runs here too). */
+bool runs_on_host(const Halide::Target& t) {
+  static const Halide::Target host = Halide::get_host_target();
+  if (t.arch != host.arch || t.os != host.os || t.bits != host.bits) return false;
+  using F = Halide::Target::Feature;
+  for (F f : {F::SSE41, F::AVX, F::AVX2, F::FMA, F::F16C, F::AVX512, F::AVX512_Skylake,
+              F::AVX512_Cannonlake, F::AVX512_SapphireRapids, F::AVX512_Zen4})
+    if (t.has_feature(f) && !host.has_feature(f)) return false;
+  return true;
+}
+
+/** The measured rates of the target's vector width in place of the defaults. A width the host
+ * lacks (or a measurement that came out empty) keeps the default. */
+void apply(const Calibration& c, Machine& m) {
+  const WidthRates& w = m.lanes >= 16 ? c.w512 : c.w256;
+  if (w.fma_per_cycle <= 0 || c.ghz <= 0) return;
+  m.fma_pipes = w.fma_per_cycle;
+  m.fma_latency = w.fma_latency;
+  m.load_pipes = w.loads_per_cycle;
+  m.ghz = c.ghz;
+  if (c.bw1[1] > 0) {
+    m.l2_bw = c.bw1[1], m.l3_bw = c.bw1[2], m.dram_bw = c.bw1[3];
+    m.l3_bw_mt = c.bw_mt[2], m.dram_bw_mt = c.bw_mt[3];
+  }
+  m.fork_cycles = c.parallel_for_cycles;
+  m.calibrated = true;
+}
+
+}  // namespace
 
 Machine Machine::of(const Halide::Target& target) {
   Machine m;
@@ -30,6 +64,9 @@ Machine Machine::of(const Halide::Target& target) {
         std::max<int64_t>(2 << 20, cache(_SC_LEVEL3_CACHE_SIZE, d.l3 * cores) / cores)};
   }();
   m.l1 = caches[0], m.l2 = caches[1], m.l3 = caches[2];
+  if (runs_on_host(target)) {
+    if (const Calibration* c = host_calibration()) apply(*c, m);
+  }
   return m;
 }
 
@@ -59,15 +96,17 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   const double visit = n.steps_per_visit * step + 2.0 * t.accumulators / m.load_pipes + 12;
   const double compute_total = n.visits * visit;
 
+  // The shared levels deliver less per core when every thread streams.
+  const bool shared = n.threads > 1;
   double bw = 0;
   if (n.visit_footprint <= m.l1 * 3 / 4) {
     e.level = "L1";
   } else if (n.chunk_footprint <= m.l2 * 3 / 4) {
     e.level = "L2", bw = m.l2_bw;
   } else if (n.chunk_footprint <= m.l3) {
-    e.level = "L3", bw = m.l3_bw;
+    e.level = "L3", bw = shared ? m.l3_bw_mt : m.l3_bw;
   } else {
-    e.level = "DRAM", bw = m.dram_bw;
+    e.level = "DRAM", bw = shared ? m.dram_bw_mt : m.dram_bw;
   }
   const double memory_total = bw > 0 ? n.visits * n.visit_bytes / bw : 0;
 
@@ -76,10 +115,11 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   e.compute = compute_total / per_thread;
   e.memory = memory_total / per_thread;
   // Passes over more than the L3 holds stream from DRAM.
-  const double pass_bw = n.pass_bytes > m.l3 ? m.dram_bw : m.copy_bytes_per_cycle;
+  const double pass_bw =
+      n.pass_bytes > m.l3 ? (shared ? m.dram_bw_mt : m.dram_bw) : m.copy_bytes_per_cycle;
   e.passes = (n.pass_bytes / pass_bw + n.pass_ops / m.issue) / std::max(1, n.threads);
   e.lane_use = n.lane_use;
-  e.cycles = std::max(e.compute, e.memory) + e.passes;
+  e.cycles = std::max(e.compute, e.memory) + e.passes + (n.threads > 1 ? m.fork_cycles : 0);
   return e;
 }
 

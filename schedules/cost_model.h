@@ -22,7 +22,9 @@
 namespace tbex::sched {
 
 /** What the model knows of the machine. Vector width and register count come from the target;
- * cache sizes from the host (sysconf); throughputs are Zen 4/5 and Ice Lake class values. */
+ * cache sizes from the host (sysconf). Throughputs, latency, clock and bandwidths are the host's
+ * measured ones (schedules/calibrate.h) when the target runs on the host and TBEX_CALIBRATE is
+ * on; else (AOT for another machine) the defaults below, Zen 4/5 and Ice Lake class values. */
 struct Machine {
   int lanes = 16;            ///< fp32 lanes per vector
   int vregs = 32;            ///< architectural vector registers
@@ -39,6 +41,10 @@ struct Machine {
   double dram_bw = 4;  ///< bytes per cycle one core streams (read + write), what a staging
                        ///< pass over memory achieves
   double copy_bytes_per_cycle = 16;  ///< a streaming pass that reads and writes (staging)
+  /** Per core when every thread of a parallel loop streams at once (shared L3 and DRAM). */
+  double l3_bw_mt = 24, dram_bw_mt = 4;
+  double fork_cycles = 0;  ///< fork + join of one parallel loop (0: not priced)
+  bool calibrated = false;  ///< the rates above were measured on this host
 
   static Machine of(const Halide::Target& target);
 };

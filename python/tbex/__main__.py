@@ -1,10 +1,12 @@
 """``python -m tbex aot ...`` (the tbexc command line) and ``python -m tbex cache
-list|info|prune|clear`` (the on-disk kernel cache)."""
+list|info|prune|clear`` (the on-disk kernel cache), ``python -m tbex machine`` (the host's
+measured cost-model constants)."""
 import sys
 
 USAGE = ("usage: python -m tbex aot [tbexc flags]      (python -m tbex aot --help for the flags)\n"
          "       python -m tbex cache list|info|prune|clear [--dir DIR] [--max-mb N]\n"
-         "       python -m tbex knobs                    (every setting, its default and meaning)\n")
+         "       python -m tbex knobs                    (every setting, its default and meaning)\n"
+         "       python -m tbex machine                  (this CPU's measured rates, the cost model's inputs)\n")
 
 
 def main(argv=None) -> int:
@@ -18,6 +20,10 @@ def main(argv=None) -> int:
     if argv and argv[0] == "knobs":
         from . import knobs
         sys.stdout.write(knobs.describe())
+        return 0
+    if argv and argv[0] == "machine":
+        from . import machine
+        sys.stdout.write(machine.describe())
         return 0
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)

@@ -59,6 +59,10 @@ const std::vector<Knob>& all() {
        "the tuning database file (default <cache dir>/tuning.json), consulted by every \"auto\" "
        "selection",
        "", false},
+      {"TBEX_CALIBRATE", Kind::kBool, "1",
+       "1: the cost model uses this CPU's measured rates (a < 2 s microbenchmark run once per "
+       "machine, stored as machine.json beside the tuning database); 0: built-in constants",
+       "python -m tbex machine", false},
   };
   return k;
 }

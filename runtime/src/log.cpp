@@ -17,6 +17,7 @@ const std::vector<std::pair<std::string, std::string>>& topics() {
       {"conv", "time of each step of convolution_backward (packing, kernels, unpacking)"},
       {"cache", "kernel caches: disk-cache hits, misses, builds, evictions; in-process evictions"},
       {"tune", "every candidate the measured tuner times, the winner, the database write"},
+      {"calibrate", "the host's machine calibration: measured or read back, and where it is stored"},
       {"all", "every topic"},
       {"help", "print this list once"},
   };

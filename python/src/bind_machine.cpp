@@ -1,0 +1,55 @@
+/** The host's machine calibration (schedules/calibrate.h) and the cost model's inputs from it,
+ * for `python -m tbex machine`. */
+#include <pybind11/pybind11.h>
+
+#include "bindings.h"
+#include "schedules/calibrate.h"
+#include "schedules/cost_model.h"
+#include "tbex/knobs.h"
+
+namespace pyb = pybind11;
+
+namespace tbex::py {
+
+void define_machine(pyb::module_& m) {
+  m.def(
+      "machine",
+      [] {
+        pyb::dict out;
+        const std::string path = sched::calibration_path();
+        const bool enabled = knobs::get_bool("TBEX_CALIBRATE");
+        out["path"] = path;
+        out["enabled"] = enabled;
+        out["key"] = sched::host_key();
+        if (enabled) {
+          bool measured = false;
+          const sched::Calibration c = sched::load_or_measure(path, &measured);
+          out["measured_now"] = measured;
+          out["calibration"] = json::to_text(sched::to_json(c));
+        }
+        const sched::Machine mm = sched::Machine::of(Halide::get_host_target());
+        json::Value model = {{"calibrated", mm.calibrated},
+                             {"lanes", mm.lanes},
+                             {"vregs", mm.vregs},
+                             {"ghz", mm.ghz},
+                             {"fma_pipes", mm.fma_pipes},
+                             {"fma_latency", mm.fma_latency},
+                             {"load_pipes", mm.load_pipes},
+                             {"l1", mm.l1},
+                             {"l2", mm.l2},
+                             {"l3", mm.l3},
+                             {"l2_bw", mm.l2_bw},
+                             {"l3_bw", mm.l3_bw},
+                             {"dram_bw", mm.dram_bw},
+                             {"l3_bw_mt", mm.l3_bw_mt},
+                             {"dram_bw_mt", mm.dram_bw_mt},
+                             {"fork_cycles", mm.fork_cycles}};
+        out["model"] = json::to_text(model);
+        return out;
+      },
+      "the host's calibration (measured now when machine.json is missing, corrupt or another "
+      "machine's) and the cost model's inputs for the host target; JSON texts under "
+      "'calibration' and 'model'");
+}
+
+}  // namespace tbex::py

@@ -1,0 +1,156 @@
+#include "schedules/calibrate.h"
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "support/files.h"
+#include "tbex/errors.h"
+#include "tbex/knobs.h"
+#include "tbex/log.h"
+
+namespace tbex::sched {
+namespace {
+
+// Bumped when the suite measures something differently: older files are re-measured.
+constexpr int kFormat = 1;
+
+/** The value of the first /proc/cpuinfo line starting with `field`. */
+std::string cpuinfo(const std::string& field) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, field.size(), field) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const auto start = line.find_first_not_of(' ', colon + 1);
+    return start == std::string::npos ? "" : line.substr(start);
+  }
+  return "";
+}
+
+std::string isa_flags() {
+  static const char* const kFlags[] = {"avx",         "avx2",        "fma",      "f16c",
+                                       "avx512f",     "avx512bw",    "avx512vl", "avx512_vnni",
+                                       "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16"};
+  std::istringstream all(" " + cpuinfo("flags") + " ");
+  std::map<std::string, bool> have;
+  for (std::string f; all >> f;) have[f] = true;
+  std::string out;
+  for (const char* f : kFlags)
+    if (have.count(f)) out += std::string(out.empty() ? "" : " ") + f;
+  return out;
+}
+
+json::Value rates_json(const WidthRates& w) {
+  return {{"fma_per_cycle", w.fma_per_cycle},
+          {"fma_latency", w.fma_latency},
+          {"loads_per_cycle", w.loads_per_cycle},
+          {"bcast_fma_per_cycle", w.bcast_fma_per_cycle}};
+}
+
+WidthRates rates_of(const json::Value& v, const std::string& path) {
+  WidthRates w;
+  w.fma_per_cycle = json::as_number(json::member(v, "fma_per_cycle", path), path);
+  w.fma_latency = json::as_number(json::member(v, "fma_latency", path), path);
+  w.loads_per_cycle = json::as_number(json::member(v, "loads_per_cycle", path), path);
+  w.bcast_fma_per_cycle = json::as_number(json::member(v, "bcast_fma_per_cycle", path), path);
+  return w;
+}
+
+const char* const kLevels[4] = {"L1", "L2", "L3", "DRAM"};
+
+}  // namespace
+
+std::string host_key() {
+  static const std::string key = cpuinfo("model name") + " | " + isa_flags();
+  return key;
+}
+
+std::string calibration_path() {
+  const std::string db = knobs::get_string("TBEX_TUNING_DB");
+  if (!db.empty()) {
+    const auto slash = db.rfind('/');
+    return (slash == std::string::npos ? std::string(".") : db.substr(0, slash)) + "/machine.json";
+  }
+  return knobs::cache_dir() + "/machine.json";
+}
+
+json::Value to_json(const Calibration& c) {
+  json::Value bw1 = json::Value::object(), bw_mt = json::Value::object();
+  for (int i = 0; i < 4; ++i) bw1[kLevels[i]] = c.bw1[i], bw_mt[kLevels[i]] = c.bw_mt[i];
+  return {{"format", kFormat},
+          {"key", c.cpu_model + " | " + c.isa},
+          {"cpu_model", c.cpu_model},
+          {"isa", c.isa},
+          {"ghz", c.ghz},
+          {"avx2_256", rates_json(c.w256)},
+          {"avx512_512", rates_json(c.w512)},
+          {"threads", c.threads},
+          {"read_bytes_per_cycle_1_thread", bw1},
+          {"read_bytes_per_cycle_per_core_all_threads", bw_mt},
+          {"parallel_for_cycles", c.parallel_for_cycles},
+          {"seconds", c.seconds}};
+}
+
+Calibration calibration_from_json(const json::Value& v, const std::string& path) {
+  Calibration c;
+  user_check(json::as_int(json::member(v, "format", path), path) == kFormat, "", path.c_str(),
+             path + ": calibration format differs");
+  c.cpu_model = json::as_string(json::member(v, "cpu_model", path), path);
+  c.isa = json::as_string(json::member(v, "isa", path), path);
+  c.ghz = json::as_number(json::member(v, "ghz", path), path);
+  c.w256 = rates_of(json::member(v, "avx2_256", path), path);
+  c.w512 = rates_of(json::member(v, "avx512_512", path), path);
+  c.threads = (int)json::as_int(json::member(v, "threads", path), path);
+  const auto& bw1 = json::member(v, "read_bytes_per_cycle_1_thread", path);
+  const auto& bw_mt = json::member(v, "read_bytes_per_cycle_per_core_all_threads", path);
+  for (int i = 0; i < 4; ++i) {
+    c.bw1[i] = json::as_number(json::member(bw1, kLevels[i], path), path);
+    c.bw_mt[i] = json::as_number(json::member(bw_mt, kLevels[i], path), path);
+  }
+  c.parallel_for_cycles = json::as_number(json::member(v, "parallel_for_cycles", path), path);
+  c.seconds = json::as_number(json::member(v, "seconds", path), path);
+  user_check(c.ghz > 0, "", path.c_str(), path + ": ghz is not positive");
+  return c;
+}
+
+Calibration load_or_measure(const std::string& path, bool* measured) {
+  const std::string text = support::read_text(path);
+  if (!text.empty()) {
+    try {
+      const json::Value v = json::parse(text, path);
+      if (json::as_string(json::member(v, "key", path), path) == host_key()) {
+        if (measured) *measured = false;
+        return calibration_from_json(v, path);
+      }
+    } catch (const UserError& e) {
+      if (log::enabled("calibrate")) log::print("calibrate", path + " unusable (" + e.what() + ")");
+    }
+  }
+  Calibration c = measure_host();
+  c.cpu_model = cpuinfo("model name");
+  c.isa = isa_flags();
+  if (measured) *measured = true;
+  std::string err = support::make_parent_dirs(path);
+  if (err.empty()) err = support::write_atomic(path, json::to_text(to_json(c)));
+  if (log::enabled("calibrate"))
+    log::print("calibrate", "measured in " + std::to_string(c.seconds) + " s, " +
+                                (err.empty() ? "stored in " + path : "not stored: " + err));
+  return c;
+}
+
+const Calibration* host_calibration() {
+  if (!knobs::get_bool("TBEX_CALIBRATE")) return nullptr;
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<Calibration>> by_path;
+  const std::string path = calibration_path();
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = by_path[path];
+  if (!slot) slot = std::make_unique<Calibration>(load_or_measure(path));
+  return slot.get();
+}
+
+}  // namespace tbex::sched

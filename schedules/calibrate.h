@@ -1,0 +1,60 @@
+#pragma once
+/** The host's measured machine constants: a short microbenchmark suite (< 2 s) run once per
+ * machine and stored next to the tuning database, keyed by CPU model + ISA, so the cost model
+ * (Machine::of) prices schedules with this CPU's numbers instead of constants fit to another.
+ *
+ * Units: cycles of the clock a dependent chain of integer adds runs at (one add per cycle on
+ * every x86 core), measured with the suite; seconds convert to cycles at that rate. */
+#include <cstdint>
+#include <string>
+
+#include "support/json.h"
+
+namespace tbex::sched {
+
+/** One vector width's core throughputs (zero when the CPU lacks the width). */
+struct WidthRates {
+  double fma_per_cycle = 0;        ///< independent vector FMAs retired per cycle
+  double fma_latency = 0;          ///< cycles of one FMA in a dependent chain
+  double loads_per_cycle = 0;      ///< vector loads from L1 per cycle
+  double bcast_fma_per_cycle = 0;  ///< FMAs with a broadcast memory operand per cycle
+                                   ///< (512: embedded {1to16}; 256: vbroadcastss + FMA)
+};
+
+struct Calibration {
+  std::string cpu_model;  ///< /proc/cpuinfo "model name"
+  std::string isa;        ///< the vector ISA flags that matter to tbex, space-separated
+  double ghz = 0;         ///< the dependent-add clock
+  WidthRates w256, w512;
+  int threads = 1;        ///< the pool's thread count the *_mt bandwidths ran at
+  /** Read bandwidth, bytes per cycle per core, from L1, L2, L3, DRAM: one thread alone, and
+   * each of `threads` threads streaming at once. */
+  double bw1[4] = {0, 0, 0, 0}, bw_mt[4] = {0, 0, 0, 0};
+  double parallel_for_cycles = 0;  ///< an empty parallel-for over the pool, fork to join
+  double seconds = 0;              ///< how long the suite took
+};
+
+/** "model name" + ISA flags: a stored calibration with another key is re-measured. */
+std::string host_key();
+
+/** Runs the suite now (no storage). */
+Calibration measure_host();
+
+/** Where the host's calibration lives: beside TBEX_TUNING_DB when set, else
+ * <cache dir>/machine.json. */
+std::string calibration_path();
+
+/** The calibration stored at `path` when it holds this host's key, else a fresh measurement
+ * written there atomically (a missing, corrupt or foreign file is re-measured). `measured`
+ * tells which happened. */
+Calibration load_or_measure(const std::string& path, bool* measured = nullptr);
+
+/** The process's calibration of the host (load_or_measure once per path), or nullptr when
+ * TBEX_CALIBRATE=0. */
+const Calibration* host_calibration();
+
+json::Value to_json(const Calibration& c);
+/** UserError(param = path) when the document is not a calibration. */
+Calibration calibration_from_json(const json::Value& v, const std::string& path);
+
+}  // namespace tbex::sched

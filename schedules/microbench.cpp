@@ -1,0 +1,204 @@
+// The calibration suite's kernels (schedules/calibrate.h). Inline assembly, so the compiler
+// neither folds nor reorders what is measured; each width's kernels are compiled for that ISA
+// (target attribute) and run only when the CPU has it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "schedules/calibrate.h"
+#include "tbex/thread_pool.h"
+
+namespace tbex::sched {
+namespace {
+
+#define TBEX_R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define TBEX_ZERO(k) "vxorps %%xmm" #k ", %%xmm" #k ", %%xmm" #k "\n\t"
+#define TBEX_YREGS                                                                          \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+      "xmm11", "xmm12", "xmm13", "xmm14"
+
+// Every kernel runs `n` iterations of 12 operations; all registers start at zero (no denormals).
+#define TBEX_LOOP(body, regs, ...)                                                       \
+  asm volatile(TBEX_R12(TBEX_ZERO) TBEX_ZERO(12) TBEX_ZERO(13) TBEX_ZERO(14) __VA_ARGS__ \
+               "1:\n\t" body "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"                        \
+               : "+r"(n)                                                                 \
+               : "r"(p)                                                                  \
+               : regs, "cc", "memory")
+
+#define Y_FMA(k) "vfmadd231ps %%ymm13, %%ymm14, %%ymm" #k "\n\t"
+#define Y_CHAIN(k) "vfmadd231ps %%ymm13, %%ymm14, %%ymm0\n\t"
+#define Y_LOAD(k) "vmovups " #k "*32(%1), %%ymm" #k "\n\t"
+#define Y_BCAST(k) "vbroadcastss " #k "*4(%1), %%ymm12\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm" #k "\n\t"
+
+__attribute__((target("avx2,fma"))) void y_fma(long n, const float* p) { TBEX_LOOP(TBEX_R12(Y_FMA), TBEX_YREGS); }
+__attribute__((target("avx2,fma"))) void y_chain(long n, const float* p) { TBEX_LOOP(TBEX_R12(Y_CHAIN), TBEX_YREGS); }
+__attribute__((target("avx2,fma"))) void y_load(long n, const float* p) { TBEX_LOOP(TBEX_R12(Y_LOAD), TBEX_YREGS); }
+__attribute__((target("avx2,fma"))) void y_bcast(long n, const float* p) { TBEX_LOOP(TBEX_R12(Y_BCAST), TBEX_YREGS); }
+
+#define Z_FMA(k) "vfmadd231ps %%zmm13, %%zmm14, %%zmm" #k "\n\t"
+#define Z_CHAIN(k) "vfmadd231ps %%zmm13, %%zmm14, %%zmm0\n\t"
+#define Z_LOAD(k) "vmovups " #k "*64(%1), %%zmm" #k "\n\t"
+#define Z_BCAST(k) "vfmadd231ps " #k "*4(%1)%{1to16%}, %%zmm13, %%zmm" #k "\n\t"
+
+__attribute__((target("avx512f"))) void z_fma(long n, const float* p) { TBEX_LOOP(TBEX_R12(Z_FMA), TBEX_YREGS); }
+__attribute__((target("avx512f"))) void z_chain(long n, const float* p) { TBEX_LOOP(TBEX_R12(Z_CHAIN), TBEX_YREGS); }
+__attribute__((target("avx512f"))) void z_load(long n, const float* p) { TBEX_LOOP(TBEX_R12(Z_LOAD), TBEX_YREGS); }
+__attribute__((target("avx512f"))) void z_bcast(long n, const float* p) { TBEX_LOOP(TBEX_R12(Z_BCAST), TBEX_YREGS); }
+
+/** 12 dependent integer adds per iteration: 12 cycles on every x86 core. */
+void add_chain(long n) {
+  long x = 0;
+  asm volatile(
+      "1:\n\t"
+#define A_ADD(k) "add $1, %1\n\t"
+      TBEX_R12(A_ADD)
+#undef A_ADD
+      "dec %0\n\tjnz 1b\n\t"
+      : "+r"(n), "+r"(x)
+      :
+      : "cc");
+}
+
+/** Reads [p, p + bytes) `reps` times with 256-bit loads, 4 lines per iteration. */
+__attribute__((target("avx2"))) void stream_read(const char* p, long bytes, int reps) {
+  for (int r = 0; r < reps; ++r) {
+    long n = bytes / 256;
+    const char* q = p;
+    asm volatile(
+        "1:\n\t"
+        "vmovups (%1), %%ymm0\n\tvmovups 32(%1), %%ymm1\n\tvmovups 64(%1), %%ymm2\n\t"
+        "vmovups 96(%1), %%ymm3\n\tvmovups 128(%1), %%ymm4\n\tvmovups 160(%1), %%ymm5\n\t"
+        "vmovups 192(%1), %%ymm6\n\tvmovups 224(%1), %%ymm7\n\t"
+        "add $256, %1\n\tdec %0\n\tjnz 1b\n\tvzeroupper\n\t"
+        : "+r"(n), "+r"(q)
+        :
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "cc", "memory");
+  }
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/** Seconds of the fastest of `tries` runs of f(). */
+template <typename F>
+double best_of(int tries, F f) {
+  double best = 1e30;
+  for (int i = 0; i < tries; ++i) {
+    const double t0 = now();
+    f();
+    best = std::min(best, now() - t0);
+  }
+  return best;
+}
+
+/** Operations per cycle of a 12-operation kernel. */
+double rate(void (*k)(long, const float*), const float* p, double ghz) {
+  const long n = 20000;
+  k(n, p);  // warm up (and let the core reach its vector clock)
+  return 12.0 * n / (best_of(5, [&] { k(n, p); }) * ghz * 1e9);
+}
+
+WidthRates width_rates(void (*fma)(long, const float*), void (*chain)(long, const float*),
+                       void (*load)(long, const float*), void (*bcast)(long, const float*),
+                       const float* p, double ghz) {
+  WidthRates w;
+  w.fma_per_cycle = rate(fma, p, ghz);
+  w.fma_latency = 1.0 / rate(chain, p, ghz);
+  w.loads_per_cycle = rate(load, p, ghz);
+  w.bcast_fma_per_cycle = rate(bcast, p, ghz);
+  return w;
+}
+
+struct Slice {
+  const char* base;
+  long bytes;
+  int reps;
+};
+
+/** Per-core read bytes per cycle with `threads` threads each streaming its own slice. */
+double read_bw(const char* buf, long bytes, int threads, double ghz) {
+  const long target = 24l << 20;  // bytes each thread reads per timing
+  const int reps = int(std::max(1l, target / bytes));
+  std::vector<Slice> slices;
+  for (int t = 0; t < threads; ++t) slices.push_back({buf + t * bytes, bytes, reps});
+  auto task = [](void*, int idx, uint8_t* closure) {
+    const Slice& s = reinterpret_cast<const Slice*>(closure)[idx];
+    stream_read(s.base, s.bytes, s.reps);
+    return 0;
+  };
+  auto run = [&] {
+    if (threads == 1) return (void)stream_read(buf, bytes, reps);
+    parallel_for(nullptr, task, 0, threads, reinterpret_cast<uint8_t*>(slices.data()));
+  };
+  run();
+  return double(bytes) * reps / (best_of(3, run) * ghz * 1e9);
+}
+
+long cache_bytes(int name, long fallback) {
+  const long v = sysconf(name);
+  return v > 0 ? v : fallback;
+}
+
+}  // namespace
+
+Calibration measure_host() {
+  const double t0 = now();
+  Calibration c;
+  c.cpu_model = "";  // filled by the caller's key
+  const long n = 2000000;
+  add_chain(n / 10);
+  c.ghz = 12.0 * n / (best_of(3, [&] { add_chain(n); }) * 1e9);
+
+  // 4 KiB of L1-resident operands, line-aligned: a load crossing a cache line costs two.
+  alignas(64) static const float small[1024] = {};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    c.w256 = width_rates(y_fma, y_chain, y_load, y_bcast, small, c.ghz);
+  if (__builtin_cpu_supports("avx512f"))
+    c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, small, c.ghz);
+
+  c.threads = std::max(1, num_threads());
+  if (__builtin_cpu_supports("avx2")) {
+    const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+    const long l2 = std::max(4 * l1, cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20));
+    const long l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 0);
+    const long dram = std::min<long>(256l << 20, std::max<long>(64l << 20, 4 * l3));
+    // One buffer, zeroed once (page faults out of the timings); levels read slices of it.
+    const long total = dram + 256;
+    char* raw = static_cast<char*>(std::malloc(total));
+    char* buf = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + 255) & ~uintptr_t(255));
+    std::memset(buf, 1, dram);
+    const int tc[2] = {1, c.threads};
+    for (int i = 0; i < 2; ++i) {
+      double* bw = i == 0 ? c.bw1 : c.bw_mt;
+      const int t = tc[i];
+      bw[0] = read_bw(buf, (l1 / 2) & ~255l, t, c.ghz);
+      bw[1] = read_bw(buf, (l2 / 2) & ~255l, t, c.ghz);
+      // L3: 2-4x past the private L2, within half this thread's share of the L3 (else the
+      // L3 is no bigger than the L2s and streams at DRAM speed).
+      const long l3_slice = std::min(l3 / t / 2, 4 * l2) & ~255l;
+      bw[3] = read_bw(buf, (dram / t) & ~255l, t, c.ghz);
+      bw[2] = l3_slice >= 2 * l2 ? read_bw(buf, l3_slice, t, c.ghz) : bw[3];
+    }
+    std::free(raw);
+  }
+
+  // Fork and join of an empty parallel-for as wide as the pool.
+  auto empty = [](void*, int, uint8_t*) { return 0; };
+  const int reps = 200;
+  parallel_for(nullptr, empty, 0, c.threads, nullptr);
+  c.parallel_for_cycles =
+      best_of(3, [&] {
+        for (int i = 0; i < reps; ++i) parallel_for(nullptr, empty, 0, c.threads, nullptr);
+      }) / reps * c.ghz * 1e9;
+  c.seconds = now() - t0;
+  return c;
+}
+
+}  // namespace tbex::sched

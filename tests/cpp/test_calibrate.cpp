@@ -1,0 +1,124 @@
+// The host calibration (schedules/calibrate.h): plausible numbers, stored and read back without
+// re-measuring, a corrupt or foreign file re-measured, TBEX_CALIBRATE=0 keeps the constants.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "schedules/calibrate.h"
+#include "schedules/cost_model.h"
+#include "support/files.h"
+#include "tbex/knobs.h"
+
+namespace tbex {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "tbex_calib_" + std::to_string(::getpid()) + "_" + name;
+}
+
+void expect_plausible(const sched::WidthRates& w) {
+  EXPECT_GE(w.fma_per_cycle, 0.5);
+  EXPECT_LE(w.fma_per_cycle, 8.0);
+  EXPECT_GE(w.fma_latency, 1.0);
+  EXPECT_LE(w.fma_latency, 16.0);
+  EXPECT_GT(w.loads_per_cycle, 0.25);
+  EXPECT_LE(w.loads_per_cycle, 8.0);
+  EXPECT_GT(w.bcast_fma_per_cycle, 0.25);
+}
+
+TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
+  const std::string path = temp_path("machine.json");
+  bool measured = false;
+  const sched::Calibration a = sched::load_or_measure(path, &measured);
+  EXPECT_TRUE(measured);
+  EXPECT_EQ(a.cpu_model + " | " + a.isa, sched::host_key());
+  EXPECT_GT(a.ghz, 0.2);
+  EXPECT_LT(a.ghz, 10.0);
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) expect_plausible(a.w256);
+  if (__builtin_cpu_supports("avx512f"))
+    expect_plausible(a.w512);
+  else
+    EXPECT_EQ(a.w512.fma_per_cycle, 0.0);
+  if (__builtin_cpu_supports("avx2")) {
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_GT(a.bw1[i], 0.0) << i;
+      EXPECT_GT(a.bw_mt[i], 0.0) << i;
+    }
+    EXPECT_GT(a.bw1[0], a.bw1[3]);  // L1 streams faster than DRAM
+  }
+  EXPECT_GT(a.parallel_for_cycles, 0.0);
+  EXPECT_GE(a.threads, 1);
+
+  // Read back: not measured again, the same values.
+  const sched::Calibration b = sched::load_or_measure(path, &measured);
+  EXPECT_FALSE(measured);
+  EXPECT_EQ(sched::to_json(a), sched::to_json(b));
+
+  // A corrupt file is re-measured and rewritten as a valid one.
+  support::write_text(path, "{\"format\": 1, \"key\": ");
+  sched::load_or_measure(path, &measured);
+  EXPECT_TRUE(measured);
+  sched::load_or_measure(path, &measured);
+  EXPECT_FALSE(measured);
+
+  // Another machine's file is re-measured.
+  json::Value foreign = sched::to_json(a);
+  foreign["key"] = "Some Other CPU | avx2 fma";
+  support::write_text(path, json::to_text(foreign));
+  const sched::Calibration c = sched::load_or_measure(path, &measured);
+  EXPECT_TRUE(measured);
+  EXPECT_EQ(c.cpu_model, a.cpu_model);
+  // A wrong-typed field is as corrupt as bad JSON.
+  json::Value bad = sched::to_json(a);
+  bad["ghz"] = "fast";
+  support::write_text(path, json::to_text(bad));
+  sched::load_or_measure(path, &measured);
+  EXPECT_TRUE(measured);
+  ::unlink(path.c_str());
+}
+
+TEST(CostModelCalibration, MachineUsesItForTheHostOnly) {
+  const std::string db = temp_path("db_dir");
+  ASSERT_EQ(support::make_dirs(db), "");
+  knobs::set("TBEX_TUNING_DB", db + "/tuning.json");
+  EXPECT_EQ(sched::calibration_path(), db + "/machine.json");
+  const Halide::Target host = Halide::get_host_target();
+  const sched::Machine defaults;
+
+  knobs::set("TBEX_CALIBRATE", "0");
+  EXPECT_EQ(sched::host_calibration(), nullptr);
+  const sched::Machine off = sched::Machine::of(host);
+  EXPECT_FALSE(off.calibrated);
+  EXPECT_EQ(off.fma_pipes, defaults.fma_pipes);
+  EXPECT_EQ(off.ghz, defaults.ghz);
+  EXPECT_EQ(off.dram_bw, defaults.dram_bw);
+
+  knobs::set("TBEX_CALIBRATE", "1");
+  const sched::Calibration* c = sched::host_calibration();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(sched::host_calibration(), c);  // once per process and path
+  bool measured = true;
+  sched::load_or_measure(db + "/machine.json", &measured);
+  EXPECT_FALSE(measured);  // host_calibration stored it there
+  const sched::Machine on = sched::Machine::of(host);
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_TRUE(on.calibrated);
+    EXPECT_EQ(on.ghz, c->ghz);
+    const sched::WidthRates& w = on.lanes >= 16 ? c->w512 : c->w256;
+    EXPECT_EQ(on.fma_pipes, w.fma_per_cycle);
+    EXPECT_EQ(on.fma_latency, w.fma_latency);
+    EXPECT_EQ(on.dram_bw, c->bw1[3]);
+    EXPECT_EQ(on.dram_bw_mt, c->bw_mt[3]);
+  }
+  // An AOT target of another architecture keeps the built-in constants.
+  const sched::Machine arm = sched::Machine::of(Halide::Target("arm-64-linux"));
+  EXPECT_FALSE(arm.calibrated);
+  EXPECT_EQ(arm.fma_pipes, defaults.fma_pipes);
+  knobs::unset("TBEX_CALIBRATE");
+  knobs::unset("TBEX_TUNING_DB");
+}
+
+}  // namespace
+}  // namespace tbex
