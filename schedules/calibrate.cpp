@@ -117,24 +117,37 @@ Calibration calibration_from_json(const json::Value& v, const std::string& path)
   return c;
 }
 
-Calibration load_or_measure(const std::string& path, bool* measured) {
+namespace {
+
+/** The calibration `path` holds for this host, or false. */
+bool read_stored(const std::string& path, Calibration& out) {
   const std::string text = support::read_text(path);
-  if (!text.empty()) {
-    try {
-      const json::Value v = json::parse(text, path);
-      if (json::as_string(json::member(v, "key", path), path) == host_key()) {
-        if (measured) *measured = false;
-        return calibration_from_json(v, path);
-      }
-    } catch (const UserError& e) {
-      if (log::enabled("calibrate")) log::print("calibrate", path + " unusable (" + e.what() + ")");
-    }
+  if (text.empty()) return false;
+  try {
+    const json::Value v = json::parse(text, path);
+    if (json::as_string(json::member(v, "key", path), path) != host_key()) return false;
+    out = calibration_from_json(v, path);
+    return true;
+  } catch (const UserError& e) {
+    if (log::enabled("calibrate")) log::print("calibrate", path + " unusable (" + e.what() + ")");
+    return false;
   }
-  Calibration c = measure_host();
+}
+
+}  // namespace
+
+Calibration load_or_measure(const std::string& path, bool* measured) {
+  Calibration c;
+  if (measured) *measured = false;
+  if (read_stored(path, c)) return c;
+  std::string err = support::make_parent_dirs(path);
+  // One measuring process at a time: two suites sharing the cores would both measure too low.
+  const support::FileLock lock(path + ".lock");
+  if (read_stored(path, c)) return c;  // another process measured meanwhile
+  c = measure_host();
   c.cpu_model = cpuinfo("model name");
   c.isa = isa_flags();
   if (measured) *measured = true;
-  std::string err = support::make_parent_dirs(path);
   if (err.empty()) err = support::write_atomic(path, json::to_text(to_json(c)));
   if (log::enabled("calibrate"))
     log::print("calibrate", "measured in " + std::to_string(c.seconds) + " s, " +

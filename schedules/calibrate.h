@@ -37,7 +37,7 @@ struct Calibration {
 /** "model name" + ISA flags: a stored calibration with another key is re-measured. */
 std::string host_key();
 
-/** Runs the suite now (no storage). */
+/** Runs the suite now: no storage, and no key (cpu_model, isa are load_or_measure's). */
 Calibration measure_host();
 
 /** Where the host's calibration lives: beside TBEX_TUNING_DB when set, else

@@ -150,7 +150,6 @@ long cache_bytes(int name, long fallback) {
 Calibration measure_host() {
   const double t0 = now();
   Calibration c;
-  c.cpu_model = "";  // filled by the caller's key
   const long n = 2000000;
   add_chain(n / 10);
   c.ghz = 12.0 * n / (best_of(3, [&] { add_chain(n); }) * 1e9);
