@@ -16,15 +16,15 @@
 namespace tbex::sched {
 namespace {
 
-#define TBEX_R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define TBEX_ZERO(k) "vxorps %%xmm" #k ", %%xmm" #k ", %%xmm" #k "\n\t"
-#define TBEX_YREGS                                                                          \
+#define MB_R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define MB_ZERO(k) "vxorps %%xmm" #k ", %%xmm" #k ", %%xmm" #k "\n\t"
+#define MB_YREGS                                                                          \
   "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
       "xmm11", "xmm12", "xmm13", "xmm14"
 
 // Every kernel runs `n` iterations of 12 operations; all registers start at zero (no denormals).
-#define TBEX_LOOP(body, regs, ...)                                                       \
-  asm volatile(TBEX_R12(TBEX_ZERO) TBEX_ZERO(12) TBEX_ZERO(13) TBEX_ZERO(14) __VA_ARGS__ \
+#define MB_LOOP(body, regs, ...)                                                       \
+  asm volatile(MB_R12(MB_ZERO) MB_ZERO(12) MB_ZERO(13) MB_ZERO(14) __VA_ARGS__ \
                "1:\n\t" body "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"                        \
                : "+r"(n)                                                                 \
                : "r"(p)                                                                  \
@@ -35,20 +35,20 @@ namespace {
 #define Y_LOAD(k) "vmovups " #k "*32(%1), %%ymm" #k "\n\t"
 #define Y_BCAST(k) "vbroadcastss " #k "*4(%1), %%ymm12\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm" #k "\n\t"
 
-__attribute__((target("avx2,fma"))) void y_fma(long n, const float* p) { TBEX_LOOP(TBEX_R12(Y_FMA), TBEX_YREGS); }
-__attribute__((target("avx2,fma"))) void y_chain(long n, const float* p) { TBEX_LOOP(TBEX_R12(Y_CHAIN), TBEX_YREGS); }
-__attribute__((target("avx2,fma"))) void y_load(long n, const float* p) { TBEX_LOOP(TBEX_R12(Y_LOAD), TBEX_YREGS); }
-__attribute__((target("avx2,fma"))) void y_bcast(long n, const float* p) { TBEX_LOOP(TBEX_R12(Y_BCAST), TBEX_YREGS); }
+__attribute__((target("avx2,fma"))) void y_fma(long n, const float* p) { MB_LOOP(MB_R12(Y_FMA), MB_YREGS); }
+__attribute__((target("avx2,fma"))) void y_chain(long n, const float* p) { MB_LOOP(MB_R12(Y_CHAIN), MB_YREGS); }
+__attribute__((target("avx2,fma"))) void y_load(long n, const float* p) { MB_LOOP(MB_R12(Y_LOAD), MB_YREGS); }
+__attribute__((target("avx2,fma"))) void y_bcast(long n, const float* p) { MB_LOOP(MB_R12(Y_BCAST), MB_YREGS); }
 
 #define Z_FMA(k) "vfmadd231ps %%zmm13, %%zmm14, %%zmm" #k "\n\t"
 #define Z_CHAIN(k) "vfmadd231ps %%zmm13, %%zmm14, %%zmm0\n\t"
 #define Z_LOAD(k) "vmovups " #k "*64(%1), %%zmm" #k "\n\t"
 #define Z_BCAST(k) "vfmadd231ps " #k "*4(%1)%{1to16%}, %%zmm13, %%zmm" #k "\n\t"
 
-__attribute__((target("avx512f"))) void z_fma(long n, const float* p) { TBEX_LOOP(TBEX_R12(Z_FMA), TBEX_YREGS); }
-__attribute__((target("avx512f"))) void z_chain(long n, const float* p) { TBEX_LOOP(TBEX_R12(Z_CHAIN), TBEX_YREGS); }
-__attribute__((target("avx512f"))) void z_load(long n, const float* p) { TBEX_LOOP(TBEX_R12(Z_LOAD), TBEX_YREGS); }
-__attribute__((target("avx512f"))) void z_bcast(long n, const float* p) { TBEX_LOOP(TBEX_R12(Z_BCAST), TBEX_YREGS); }
+__attribute__((target("avx512f"))) void z_fma(long n, const float* p) { MB_LOOP(MB_R12(Z_FMA), MB_YREGS); }
+__attribute__((target("avx512f"))) void z_chain(long n, const float* p) { MB_LOOP(MB_R12(Z_CHAIN), MB_YREGS); }
+__attribute__((target("avx512f"))) void z_load(long n, const float* p) { MB_LOOP(MB_R12(Z_LOAD), MB_YREGS); }
+__attribute__((target("avx512f"))) void z_bcast(long n, const float* p) { MB_LOOP(MB_R12(Z_BCAST), MB_YREGS); }
 
 /** 12 dependent integer adds per iteration: 12 cycles on every x86 core. */
 void add_chain(long n) {
@@ -56,7 +56,7 @@ void add_chain(long n) {
   asm volatile(
       "1:\n\t"
 #define A_ADD(k) "add $1, %1\n\t"
-      TBEX_R12(A_ADD)
+      MB_R12(A_ADD)
 #undef A_ADD
       "dec %0\n\tjnz 1b\n\t"
       : "+r"(n), "+r"(x)
