@@ -23,32 +23,35 @@ namespace {
       "xmm11", "xmm12", "xmm13", "xmm14"
 
 // Every kernel runs `n` iterations of 12 operations; all registers start at zero (no denormals).
-#define MB_LOOP(body, regs, ...)                                                       \
-  asm volatile(MB_R12(MB_ZERO) MB_ZERO(12) MB_ZERO(13) MB_ZERO(14) __VA_ARGS__ \
-               "1:\n\t" body "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"                        \
-               : "+r"(n)                                                                 \
-               : "r"(p)                                                                  \
-               : regs, "cc", "memory")
+#define MB_KERNEL(name, isa, op)                                                        \
+  __attribute__((target(isa))) void name(long n, const float* p) {                      \
+    asm volatile(MB_R12(MB_ZERO) MB_ZERO(12) MB_ZERO(13) MB_ZERO(14)                     \
+                 "1:\n\t" MB_R12(op) "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"               \
+                 : "+r"(n)                                                              \
+                 : "r"(p)                                                               \
+                 : MB_YREGS, "cc", "memory");                                           \
+  }
 
 #define Y_FMA(k) "vfmadd231ps %%ymm13, %%ymm14, %%ymm" #k "\n\t"
 #define Y_CHAIN(k) "vfmadd231ps %%ymm13, %%ymm14, %%ymm0\n\t"
 #define Y_LOAD(k) "vmovups " #k "*32(%1), %%ymm" #k "\n\t"
-#define Y_BCAST(k) "vbroadcastss " #k "*4(%1), %%ymm12\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm" #k "\n\t"
+#define Y_BCAST(k) \
+  "vbroadcastss " #k "*4(%1), %%ymm12\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm" #k "\n\t"
 
-__attribute__((target("avx2,fma"))) void y_fma(long n, const float* p) { MB_LOOP(MB_R12(Y_FMA), MB_YREGS); }
-__attribute__((target("avx2,fma"))) void y_chain(long n, const float* p) { MB_LOOP(MB_R12(Y_CHAIN), MB_YREGS); }
-__attribute__((target("avx2,fma"))) void y_load(long n, const float* p) { MB_LOOP(MB_R12(Y_LOAD), MB_YREGS); }
-__attribute__((target("avx2,fma"))) void y_bcast(long n, const float* p) { MB_LOOP(MB_R12(Y_BCAST), MB_YREGS); }
+MB_KERNEL(y_fma, "avx2,fma", Y_FMA)
+MB_KERNEL(y_chain, "avx2,fma", Y_CHAIN)
+MB_KERNEL(y_load, "avx2,fma", Y_LOAD)
+MB_KERNEL(y_bcast, "avx2,fma", Y_BCAST)
 
 #define Z_FMA(k) "vfmadd231ps %%zmm13, %%zmm14, %%zmm" #k "\n\t"
 #define Z_CHAIN(k) "vfmadd231ps %%zmm13, %%zmm14, %%zmm0\n\t"
 #define Z_LOAD(k) "vmovups " #k "*64(%1), %%zmm" #k "\n\t"
 #define Z_BCAST(k) "vfmadd231ps " #k "*4(%1)%{1to16%}, %%zmm13, %%zmm" #k "\n\t"
 
-__attribute__((target("avx512f"))) void z_fma(long n, const float* p) { MB_LOOP(MB_R12(Z_FMA), MB_YREGS); }
-__attribute__((target("avx512f"))) void z_chain(long n, const float* p) { MB_LOOP(MB_R12(Z_CHAIN), MB_YREGS); }
-__attribute__((target("avx512f"))) void z_load(long n, const float* p) { MB_LOOP(MB_R12(Z_LOAD), MB_YREGS); }
-__attribute__((target("avx512f"))) void z_bcast(long n, const float* p) { MB_LOOP(MB_R12(Z_BCAST), MB_YREGS); }
+MB_KERNEL(z_fma, "avx512f", Z_FMA)
+MB_KERNEL(z_chain, "avx512f", Z_CHAIN)
+MB_KERNEL(z_load, "avx512f", Z_LOAD)
+MB_KERNEL(z_bcast, "avx512f", Z_BCAST)
 
 /** 12 dependent integer adds per iteration: 12 cycles on every x86 core. */
 void add_chain(long n) {
