@@ -1,6 +1,7 @@
 /** The host's machine calibration (schedules/calibrate.h) and the cost model's inputs from it,
  * for `python -m tbex machine`. */
 #include <pybind11/pybind11.h>
+#include <unistd.h>
 
 #include "bindings.h"
 #include "schedules/calibrate.h"
@@ -14,9 +15,11 @@ namespace tbex::py {
 void define_machine(pyb::module_& m) {
   m.def(
       "machine",
-      [] {
+      [](bool remeasure) {
         pyb::dict out;
         const std::string path = sched::calibration_path();
+        // Measured at a busy moment, the stored rates are low: measuring again replaces them.
+        if (remeasure) ::unlink(path.c_str());
         const bool enabled = knobs::get_bool("TBEX_CALIBRATE");
         out["path"] = path;
         out["enabled"] = enabled;
@@ -47,8 +50,9 @@ void define_machine(pyb::module_& m) {
         out["model"] = json::to_text(model);
         return out;
       },
+      pyb::arg("remeasure") = false,
       "the host's calibration (measured now when machine.json is missing, corrupt or another "
-      "machine's) and the cost model's inputs for the host target; JSON texts under "
+      "machine's, or remeasure) and the cost model's inputs for the host target; JSON texts under "
       "'calibration' and 'model'");
 }
 

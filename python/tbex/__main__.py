@@ -6,7 +6,7 @@ import sys
 USAGE = ("usage: python -m tbex aot [tbexc flags]      (python -m tbex aot --help for the flags)\n"
          "       python -m tbex cache list|info|prune|clear [--dir DIR] [--max-mb N]\n"
          "       python -m tbex knobs                    (every setting, its default and meaning)\n"
-         "       python -m tbex machine                  (this CPU's measured rates, the cost model's inputs)\n")
+         "       python -m tbex machine [--remeasure]    (this CPU's measured rates, the cost model's inputs)\n")
 
 
 def main(argv=None) -> int:
@@ -22,8 +22,11 @@ def main(argv=None) -> int:
         sys.stdout.write(knobs.describe())
         return 0
     if argv and argv[0] == "machine":
+        if any(a != "--remeasure" for a in argv[1:]):
+            sys.stderr.write(USAGE)
+            return 2
         from . import machine
-        sys.stdout.write(machine.describe())
+        sys.stdout.write(machine.describe(remeasure="--remeasure" in argv[1:]))
         return 0
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)

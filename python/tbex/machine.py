@@ -5,8 +5,8 @@ import json
 from . import _C
 
 
-def describe() -> str:
-    info = _C.machine()
+def describe(remeasure: bool = False) -> str:
+    info = _C.machine(remeasure)
     lines = [f"machine: {info['key']}",
              f"stored in: {info['path']}"]
     if not info["enabled"]:

@@ -8,10 +8,10 @@ import sys
 from tbex import _C
 
 
-def run_machine(cache_dir, **env):
+def run_machine(cache_dir, *args, **env):
     e = dict(os.environ, TBEX_CACHE_DIR=str(cache_dir), **env)
     e.pop("TBEX_TUNING_DB", None)
-    r = subprocess.run([sys.executable, "-m", "tbex", "machine"], env=e, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "tbex", "machine", *args], env=e, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return r.stdout
@@ -34,6 +34,18 @@ def test_machine_measures_once_and_prints_it(tmp_path):
     assert json.loads(stored.read_text()) == doc
     if doc["avx2_256"]["fma_per_cycle"] > 0:
         assert "(calibrated)" in second
+    # --remeasure measures again and replaces the file.
+    third = run_machine(tmp_path, "--remeasure")
+    assert "measured now" in third
+    assert json.loads(stored.read_text())["key"] == doc["key"]
+
+
+def test_machine_rejects_unknown_flags(tmp_path):
+    e = dict(os.environ, TBEX_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "tbex", "machine", "--bogus"], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "usage" in r.stderr
+    assert not (tmp_path / "machine.json").exists()
 
 
 def test_corrupt_file_is_remeasured(tmp_path):
