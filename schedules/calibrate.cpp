@@ -140,10 +140,13 @@ Calibration load_or_measure(const std::string& path, bool* measured) {
   Calibration c;
   if (measured) *measured = false;
   if (read_stored(path, c)) return c;
-  std::string err = support::make_parent_dirs(path);
+  // TBEX_CACHE=0 writes nothing: measured for this process only.
+  const bool store = knobs::get_bool("TBEX_CACHE");
+  std::string err = store ? support::make_parent_dirs(path) : "TBEX_CACHE=0";
   // One measuring process at a time: two suites sharing the cores would both measure too low.
-  const support::FileLock lock(path + ".lock");
-  if (read_stored(path, c)) return c;  // another process measured meanwhile
+  std::unique_ptr<support::FileLock> lock;
+  if (err.empty()) lock = std::make_unique<support::FileLock>(path + ".lock");
+  if (lock && read_stored(path, c)) return c;  // another process measured meanwhile
   c = measure_host();
   c.cpu_model = cpuinfo("model name");
   c.isa = isa_flags();

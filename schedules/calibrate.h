@@ -45,8 +45,8 @@ Calibration measure_host();
 std::string calibration_path();
 
 /** The calibration stored at `path` when it holds this host's key, else a fresh measurement
- * written there atomically (a missing, corrupt or foreign file is re-measured). `measured`
- * tells which happened. */
+ * written there atomically (a missing, corrupt or foreign file is re-measured; TBEX_CACHE=0
+ * measures without writing). `measured` tells which happened. */
 Calibration load_or_measure(const std::string& path, bool* measured = nullptr);
 
 /** The process's calibration of the host (load_or_measure once per path), or nullptr when

@@ -13,7 +13,7 @@
  *  - parallel balance: whole work units per thread (the slowest thread decides);
  *  - lane use: FMA lanes that compute padding (few valid channels, ragged tiles) still cost;
  *  - passes over memory: staging (conversion to fp32, zero padding) and output stages.
- * Times are cycles of one core; ms() converts at the clock the measured FMA peak implies. */
+ * Times are cycles of one core; ms() converts at Machine::ghz. */
 #include <cstdint>
 #include <string>
 
@@ -35,12 +35,14 @@ struct Machine {
   double load_pipes = 2;     ///< vector loads (or broadcasts) per cycle
   double issue = 4;          ///< vector ops per cycle, all kinds
   double fma_latency = 4;    ///< cycles
-  double ghz = 3.85;         ///< the clock the FP32 FMA peak implies: peak FLOP/s / (2 x 16 lanes x 2 pipes)
+  double ghz = 3.85;         ///< cycles per ns: calibrated, the dependent-add clock; else
+                             ///< peak FLOP/s / (2 x 16 lanes x 2 pipes) of the fitted CPU
   int64_t l1 = 48 << 10, l2 = 1 << 20, l3 = 16 << 20;  ///< bytes per core
   double l2_bw = 64, l3_bw = 24;  ///< bytes per cycle per core
   double dram_bw = 4;  ///< bytes per cycle one core streams (read + write), what a staging
-                       ///< pass over memory achieves
-  double copy_bytes_per_cycle = 16;  ///< a streaming pass that reads and writes (staging)
+                       ///< pass over memory achieves (calibrated: the measured read rate)
+  double copy_bytes_per_cycle = 16;  ///< a streaming pass that reads and writes (staging);
+                                     ///< issue and this stay constants when calibrated
   /** Per core when every thread of a parallel loop streams at once (shared L3 and DRAM). */
   double l3_bw_mt = 24, dram_bw_mt = 4;
   double fork_cycles = 0;  ///< fork + join of one parallel loop (0: not priced)

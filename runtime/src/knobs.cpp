@@ -61,7 +61,8 @@ const std::vector<Knob>& all() {
        "", false},
       {"TBEX_CALIBRATE", Kind::kBool, "1",
        "1: the cost model uses this CPU's measured rates (a < 2 s microbenchmark run once per "
-       "machine, stored as machine.json beside the tuning database); 0: built-in constants",
+       "machine, stored as machine.json beside the tuning database; with TBEX_CACHE=0 measured per "
+       "process, not stored); 0: built-in constants",
        "python -m tbex machine", false},
   };
   return k;

@@ -55,6 +55,12 @@ def test_corrupt_file_is_remeasured(tmp_path):
     assert json.loads((tmp_path / "machine.json").read_text())["key"] in out
 
 
+def test_cache_off_measures_without_storing(tmp_path):
+    out = run_machine(tmp_path, TBEX_CACHE="0")
+    assert "measured now" in out
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
 def test_calibrate_off_uses_built_in_constants(tmp_path):
     out = run_machine(tmp_path, TBEX_CALIBRATE="0")
     assert "TBEX_CALIBRATE=0" in out
