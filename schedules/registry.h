@@ -60,6 +60,14 @@ const std::vector<const DwSchedule*>& dw_registry();
 const std::vector<const DxSchedule*>& dx_registry();
 const std::vector<const FwdSchedule*>& fwd_registry();
 
+/** The entry of `reg` named `name`, or null. */
+template <class S>
+const S* find_schedule(const std::vector<const S*>& reg, const std::string& name) {
+  for (const S* s : reg)
+    if (s->name() == name) return s;
+  return nullptr;
+}
+
 /** Registry entries of one op, as names in registry order; own_only: without by-name-only
  * entries. */
 std::vector<std::string> registry_names(OpKind op, bool own_only = false);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tbex/kernel.h"  // clear_kernel_cache(): the in-process cache in front of this one
+
 namespace tbex {
 
 /** Counts of this process's disk-cache outcomes since start. */
@@ -45,9 +47,5 @@ PruneResult prune_cache(int64_t max_bytes, const std::string& dir = "");
 
 /** SHA-256 of `bytes` as 64 hex digits: the hash (libcrypto) of cache keys and entry checksums. */
 std::string sha256_hex(const std::string& bytes);
-
-/** Drops this process's in-memory compiled kernels (kernels already handed out stay valid), so
- * the next compile() of a problem goes to the disk cache again. */
-void clear_kernel_cache();
 
 }  // namespace tbex

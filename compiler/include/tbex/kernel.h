@@ -52,6 +52,8 @@ struct KernelCacheStats {
   int64_t size = 0, capacity = 0;
 };
 KernelCacheStats kernel_cache_stats();
+/** Drops this process's in-memory kernels (kernels already handed out stay valid), so the next
+ * compile() of a problem goes to the disk cache again. */
 void clear_kernel_cache();
 
 }  // namespace tbex

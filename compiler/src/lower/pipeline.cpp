@@ -14,9 +14,7 @@ namespace {
 template <class Alg, class S>
 void apply_into(Lowered& out, Alg& a, const std::vector<const S*>& reg, const Problem& p,
                 const Decision& d, const sched::Context& ctx, std::vector<Halide::Argument> args) {
-  const S* s = nullptr;
-  for (const S* r : reg)
-    if (r->name() == d.schedule) s = r;
+  const S* s = sched::find_schedule(reg, d.schedule);
   internal_check(s != nullptr, "select() decided on an unknown schedule " + d.schedule);
   const auto t0 = std::chrono::steady_clock::now();
   s->apply(a, p, ctx);

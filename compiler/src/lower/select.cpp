@@ -25,11 +25,9 @@ decltype(auto) on_registry(OpKind op, F&& f) {
 /** The entry named `name`; UserError naming the known ones when there is none. */
 template <class S>
 const S* named(const std::vector<const S*>& reg, const Problem& p, const std::string& name) {
+  if (const S* s = sched::find_schedule(reg, name)) return s;
   std::string names;
-  for (const S* s : reg) {
-    if (s->name() == name) return s;
-    names += (names.empty() ? "" : ", ") + s->name();
-  }
+  for (const S* s : reg) names += (names.empty() ? "" : ", ") + s->name();
   throw UserError("", "schedule", "unknown schedule '" + name + "' for " + op_name(p.op) +
                                       " (known: auto, " + names + ")");
 }
@@ -110,9 +108,7 @@ bool tuned(const std::vector<const S*>& reg, const Problem& p, const sched::Cont
     return false;
   }
   std::string why;
-  const S* s = nullptr;
-  for (const S* r : reg)
-    if (r->name() == e.schedule) s = r;
+  const S* s = sched::find_schedule(reg, e.schedule);
   if (!s || s->by_name_only())
     why = "no schedule '" + e.schedule + "' \"auto\" may pick";
   else if (!(why = s->why_not(p)).empty())
@@ -233,8 +229,7 @@ std::vector<RankedChoice> rank_schedules(const Problem& problem) {
 
 Selection select_schedule(const Problem& problem, const CompileOptions& request) {
   validate(problem);
-  const lower::Decision d = lower::select(problem, request, num_threads(), lower::host_target());
-  return Selection{d.schedule, d.variant, d.source};
+  return lower::select(problem, request, num_threads(), lower::host_target());
 }
 
 }  // namespace tbex

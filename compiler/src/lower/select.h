@@ -14,11 +14,8 @@ namespace tbex::lower {
 /** The host CPU with what every tbex kernel needs (large buffers). */
 Halide::Target host_target();
 
-/** A request checked and resolved: what lower() applies. */
-struct Decision {
-  std::string schedule, variant;
-  std::string source;  ///< "requested", "tuning database" or "cost model"
-};
+/** A request checked and resolved (schedule, variant, source): what lower() applies. */
+using Decision = Selection;
 
 /** Decides for `request` at `threads` worker threads on `target` (vector widths, tuning key).
  * UserError for an unknown schedule, one that does not apply, a variant the schedule does not
