@@ -10,9 +10,9 @@
 Workloads come from bench/bench_workloads.json (--workloads-file to use another file).
 The oneDNN helper and the peak kernel are built on demand into bench/build/ by bench/build.sh.
 Halide's autoschedulers (tbex's kernels compiled with schedule=halide_<name>) are timed the same
-way and get a table of their own. Prints the tables and writes them as the top part of
-bench/RESULTS.md, keeping the `## ` sections other scripts wrote there (--out to change, --out ''
-to skip); raw results go to bench/build/results.json. See bench/README.md for the columns.
+way and get a table of their own. Prints the tables and writes them as the section
+"## bench.py: ..." of this machine's part of bench/RESULTS.md (other sections and other machines'
+parts stay; --out to change, --out '' to skip); raw results go to bench/build/results.json. See bench/README.md for the columns.
 """
 
 import argparse
@@ -484,26 +484,59 @@ class TbexCase:
 # report
 
 
-def cpu_model():
+def cpuinfo():
+    """The first processor's fields of /proc/cpuinfo ({} where there is none)."""
+    info = {}
     try:
         for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            if not line.strip():
+                break
+            k, _, v = line.partition(":")
+            info[k.strip()] = v.strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return info
+
+
+def cpu_model():
+    return cpuinfo().get("model name") or platform.processor() or "unknown"
+
+
+ISA_FLAGS = ["avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
+             "amx_bf16"]
 
 
 def cpu_flags():
+    f = cpuinfo().get("flags", "").split()
+    return " ".join(k for k in ISA_FLAGS if k in f)
+
+
+def amd_generation(family, model):
+    """AMD's core generation from the CPUID family/model (what the model name "AMD EPYC" of a
+    VM hides); None when unknown."""
+    if family == 26:
+        return "Zen 5"
+    if family == 25:
+        return "Zen 4" if model in range(0x10, 0x20) or model in range(0x60, 0x80) or \
+            model in range(0xA0, 0xB0) else "Zen 3"
+    if family == 23:
+        return "Zen 2" if model >= 0x30 else "Zen / Zen+"
+    return None
+
+
+def machine_label():
+    """The key of this machine's part of RESULTS.md: CPU model, generation, ISA, cores (not the
+    measured peak, which varies from run to run)."""
+    info = cpuinfo()
+    model = cpu_model()
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("flags"):
-                f = line.split(":", 1)[1].split()
-                keep = ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile"]
-                return " ".join(k for k in keep if k in f)
-    except OSError:
-        pass
-    return ""
+        fam, mod = int(info.get("cpu family", "")), int(info.get("model", ""))
+    except ValueError:
+        fam = mod = None
+    gen = amd_generation(fam, mod) if "AMD" in info.get("vendor_id", "") and fam else None
+    where = "x86 family %d model %d" % (fam, mod) if fam is not None else platform.machine()
+    return "%s, %s(%s); %s; %d cores" % (model, gen + " " if gen else "", where, cpu_flags(),
+                                          os.cpu_count() or 0)
 
 
 def pkg_version(name):
@@ -780,15 +813,20 @@ def rerender(src, out):
     measured = {int(k): v for k, v in d["peaks_measured"].items()}
     write_results(out, d["command"], d["machine"], peak_text(peaks, measured),
                   rows, d.get("elapsed_s", 0.0), None, d.get("waited_s", 0.0), autos,
-                  auto_dtypes, rendered=d.get("date", "?"))
+                  auto_dtypes, rendered=d.get("date", "?"), label=d.get("machine_label"))
     print("wrote %s from %s" % (out, src))
 
 
+MAIN_SECTION = "## bench.py: tbex vs oneDNN vs PyTorch"
+
+
 def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0.0, autos=(),
-                  auto_dtypes=(), rendered=None):
-    """rendered: the run's date when the table is rendered again from raw results (--from-json)."""
+                  auto_dtypes=(), rendered=None, label=None):
+    """The run's tables as MAIN_SECTION of machine `label`'s part of `path` (default: this
+    machine's). rendered: the run's date when the table is rendered again from raw results
+    (--from-json)."""
     text = [
-        "# tbex benchmark results",
+        MAIN_SECTION,
         "",
         "Command: `%s`  " % " ".join(shlex.quote(a) for a in argv),
         ("Date: %s; run took %.0f s  " % (time.strftime("%Y-%m-%d %H:%M:%S %Z"), elapsed)
@@ -827,42 +865,60 @@ def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0
             render_halide_table(rows, autos),
             "",
         ]
-    replace_top(path, "\n".join(text))
-
-
-def replace_top(path, text):
-    """Writes `text` as the part of `path` before its first '## ' section: the sections other
-    scripts add (bench_conv_backward.py, bench_cpp_source.py) stay as they are."""
-    path = Path(path)
-    lines = path.read_text().splitlines() if path.exists() else []
-    first = next((i for i, l in enumerate(lines) if l.startswith("## ")), len(lines))
-    rest = lines[first:]
-    path.write_text(text.rstrip("\n") + "\n" + ("\n" + "\n".join(rest) + "\n" if rest else ""))
+    write_section(path, MAIN_SECTION, "\n".join(text), label)
 
 
 # --------------------------------------------------------------------------------------------
 # main
 
 
-def write_section(path, section, text):
-    """Replaces `section` of the markdown file `path` (up to the next '## ' heading), or appends
-    it: the scripts that add a section of their own to RESULTS.md share this."""
+PART = "# Machine: "
+RESULTS_HEAD = """# tbex benchmark results
+
+One part per machine the benchmarks ran on (`# Machine: CPU model, generation, ISA, cores`).
+The scripts in bench/ replace their own `## ` section in the part of the machine they run on and
+leave every other machine's part as it is (bench/README.md says which script writes which
+section). Numbers from different parts are from different CPUs: compare within a part.
+"""
+
+
+def _span(lines, start, stop, is_head, is_end):
+    """[i, j): the first line i in lines[start:stop] with is_head, up to the next line with
+    is_end (or stop); None when no line is a head."""
+    i = next((k for k in range(start, stop) if is_head(lines[k])), None)
+    if i is None:
+        return None
+    return i, next((k for k in range(i + 1, stop) if is_end(lines[k])), stop)
+
+
+def write_section(path, section, text, machine=None):
+    """Replaces `section` (a '## ' heading line; `text` starts with it) in the part of RESULTS.md
+    for `machine` (default: this machine's label), or appends it to that part; a machine seen
+    for the first time gets a new part at the end. Every script that writes RESULTS.md uses
+    this, so no run overwrites another machine's numbers."""
     path = Path(path)
-    old = path.read_text() if path.exists() else "# tbex benchmark results\n"
-    lines = old.splitlines()
-    if section in lines:
-        start = lines.index(section)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-                   len(lines))
-        before, after = lines[:start], lines[end:]
+    label = machine or machine_label()
+    old = path.read_text() if path.exists() else RESULTS_HEAD
+    lines = old.rstrip("\n").splitlines()
+    head = PART + label
+    part = _span(lines, 0, len(lines), lambda l: l == head, lambda l: l.startswith(PART))
+    if part is None:
+        lines += ["", head]
+        part = (len(lines) - 1, len(lines))
+    sec = _span(lines, part[0] + 1, part[1], lambda l: l == section,
+                lambda l: l.startswith("## "))
+    new = text.rstrip("\n").splitlines()
+    if sec is None:
+        lo = hi = part[1]
     else:
-        before, after = lines, []
+        lo, hi = sec
+    before, after = lines[:lo], lines[hi:]
     while before and not before[-1].strip():
         before.pop()
-    out = "\n".join(before) + "\n\n" + text.rstrip("\n") + "\n"
-    if after:
-        out += "\n" + "\n".join(after) + "\n"
-    path.write_text(out)
+    while after and not after[0].strip():
+        after.pop(0)
+    out = before + [""] + new + ([""] + after if after else [])
+    path.write_text("\n".join(out) + "\n")
 
 
 def halide_case(w, pass_, dtype, data, auto):
@@ -1046,7 +1102,7 @@ def main(argv=None):
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(
             {"command": cmd, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine,
-             "peaks": peaks,
+             "machine_label": machine_label(), "peaks": peaks,
              "peaks_measured": peaks_measured, "rows": rows,
              "elapsed_s": elapsed, "waited_s": avail.waited}, indent=1, default=str))
     if args.out:

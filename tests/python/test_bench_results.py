@@ -1,0 +1,56 @@
+"""bench/RESULTS.md keeps one part per machine, and bench/goals.py reports issue 11's goals from a
+run's raw results (no benchmark is run here: the scripts' bookkeeping only)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+bench = pytest.importorskip("bench")
+goals = pytest.importorskip("goals")
+
+
+def parts(text):
+    return [l for l in text.splitlines() if l.startswith(bench.PART)]
+
+
+def test_machine_label_names_cpu_and_isa():
+    label = bench.machine_label()
+    assert bench.cpu_model() in label and "cores" in label
+    assert bench.amd_generation(25, 17) == "Zen 4" and bench.amd_generation(26, 2) == "Zen 5"
+
+
+def test_a_run_on_another_machine_keeps_the_first_machines_part(tmp_path):
+    out = tmp_path / "RESULTS.md"
+    bench.write_section(out, "## Table", "## Table\n\nmachine A, first run", machine="A")
+    bench.write_section(out, "## Goals", "## Goals\n\nA goals", machine="A")
+    bench.write_section(out, "## Table", "## Table\n\nmachine B", machine="B")
+    bench.write_section(out, "## Table", "## Table\n\nmachine A, second run", machine="A")
+    text = out.read_text()
+    assert parts(text) == [bench.PART + "A", bench.PART + "B"]
+    a = text[text.index(bench.PART + "A"):text.index(bench.PART + "B")]
+    assert "second run" in a and "first run" not in a and "A goals" in a
+    assert "machine B" in text[text.index(bench.PART + "B"):]
+    assert text.startswith("# tbex benchmark results")
+
+
+def row(w, p, dtype, n, tbex_ms, onednn_ms, flops=1e9, peak=100.0):
+    return {"workload": w, "pass": p, "dtype": dtype, "threads": n, "flops": flops, "peak": peak,
+            "tbex": {"ms": tbex_ms, "compile_ms": 300.0}, "onednn": {"ms": onednn_ms}}
+
+
+def test_goals_report_misses_from_the_run():
+    run = {"command": ["bench.py"], "date": "now", "machine": "CPU: X (avx512f avx512_bf16)",
+           "rows": [row("b_c3d", "dw", "f32", 1, 10.0, 12.0), row("b_c3d", "dw", "f32", 2, 6.0, 5.0),
+                    row("b_c3d", "dw", "f16", 1, 10.0, None),
+                    row("b_c3d", "dw", "bf16", 1, 10.0, 5.0)]}
+    text = goals.render(run)
+    assert text.startswith(goals.SECTION)
+    assert "b dw f32 2t 0.83x" in text  # 5 / 6, below 1.0 and below the 0.9 floor
+    assert "b dw f16 1t 1.20x" not in text and "| 2 of 3 |" in text  # f16 against oneDNN f32
+    assert "1.67x (no)" in text  # 10 ms -> 6 ms from 1 to 2 threads
+    assert ">= 1x oneDNN bf16 (the CPU has AVX512_BF16" in text and "b dw 1t 0.50x" in text
+    run["machine"] = "CPU: X (avx512f)"
+    assert ">= 3x oneDNN bf16 (no AVX512_BF16" in goals.render(run)
