@@ -102,7 +102,7 @@ class DxDiag final : public DxSchedule {
     Func tile_owner = a.strided ? a.dxp : a.out;
     const int chunks = depth_chunks(p, ctx.threads);
     if (a.strided) {
-      const int64_t qd_ext = ceil_div(p.geo.in[0] + p.geo.pads[0], p.geo.stride[0]);
+      const int64_t qd_ext = phase_extent(p, 0);
       a.dxp.compute_root()
           .split(qw, wo, wi, qt)
           .split(a.qd, dco, dci, (int)ceil_div(qd_ext, chunks), TailStrategy::GuardWithIf)

@@ -103,13 +103,11 @@ inline std::string diag_why_not(const Problem& p) {
   return "";
 }
 
-/** dX's stride-phase frame: positions of one phase along dim i (0 d, 1 h, 2 w), i.e. the q
- * with x + pad = q*s + phase for x in [0, in); at least 1 (a short input with pads beyond the
- * stride can leave phase 0 empty), so tile sizes derived from it stay positive. */
+/** dX's stride-phase frame: the most positions one phase holds along dim i (0 d, 1 h, 2 w),
+ * i.e. the q with x = q*s + phase for x in [0, in): ceil(in / s). */
 inline int64_t phase_extent(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
-  const int64_t pl = g.pads[2 * i], s = g.stride[i];
-  return std::max<int64_t>(1, (g.in[i] - 1 + pl) / s - pl / s + (pl % s == 0 ? 1 : 0));
+  return (g.in[i] + g.stride[i] - 1) / g.stride[i];
 }
 
 }  // namespace tbex::sched

@@ -1,10 +1,14 @@
 /** dX = conv3d_backprop_input: the transposed convolution (docs/data_flow.md; layouts in
  * docs/layouts.md).
  *
- * Strides use a stride-phase decomposition: output position w + pl = qw*sw + pw only receives the
- * taps kw with (pw - kw*dw) divisible by sw, reading dy at ow = qw + (pw - kw*dw)/sw. The RDom
- * predicate skips the other taps, so no multiply-add touches an inserted zero. */
+ * Strides use a stride-phase decomposition: input position w = qw*sw + pw only receives the taps
+ * kw with (pw + pl - kw*dw) divisible by sw, reading dy at ow = qw + (pw + pl - kw*dw)/sw. The
+ * reduction walks only those taps (PhaseTaps), so no multiply-add touches an inserted zero. The
+ * frame starts at w = 0 (not at the padded frame's origin) so that every phase holds
+ * ceil((W - pw)/sw) positions: a frame offset by the pad would make the phases' union one
+ * position wider than each, and every phase would compute it. */
 #include <algorithm>
+#include <numeric>
 
 #include "ops/define.h"
 #include "tbex/errors.h"
@@ -12,6 +16,38 @@
 namespace tbex::ops {
 
 using namespace Halide;
+
+namespace {
+
+/** The taps of phase `p` along one dim (kernel K, stride s, dilation dl, leading pad pad): those
+ * k with k*dl = p + pad (mod s). With g = gcd(s, dl) they exist iff g divides p + pad, and are
+ * k0 + j*step (step = s/g, k0 the least solution), j < ceil(K/step); the RDom walks j. */
+struct PhaseTaps {
+  int extent = 1;  ///< j's extent: ceil(K/step), the most taps one phase has
+  Expr tap;        ///< k of (p, j), at most K-1 (clamped where j is past the phase's last tap)
+  Expr valid;      ///< j names a real tap of phase p (a constant true without a stride)
+};
+
+PhaseTaps phase_taps(Expr p, Expr j, int K, int s, int dl, int pad) {
+  PhaseTaps t;
+  t.extent = phase_tap_extent(K, s, dl);
+  if (s == 1) {
+    t.tap = j, t.valid = cast<bool>(1);
+    return t;
+  }
+  const int g = std::gcd(s, dl), step = s / g;
+  int inv = 0;  // (dl/g)^-1 mod step
+  while ((inv * (dl / g)) % step != 1 % step) ++inv;
+  Expr r = p + pad;
+  Expr k0 = ((r / g) * inv) % step;
+  Expr k = k0 + j * step;
+  t.tap = min(k, K - 1);
+  t.valid = k < K;
+  if (g > 1) t.valid = t.valid && r % g == 0;
+  return t;
+}
+
+}  // namespace
 
 DxAlgorithm define_backprop_input(const Problem& p) {
   const ConvGeometry& geo = p.geo;
@@ -44,31 +80,39 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     a.dys(n, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
   }
 
-  a.r = RDom(0, cout_g, 0, Kw, 0, Kh, 0, Kd, "r");
-  RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
-  // Taps of phase p along one dim: (p - k*dil) % s == 0 (Halide's % is Euclidean).
-  auto taps_of_phase = [&](Expr kw, Expr kh, Expr kd) {
-    Expr pred = cast<bool>(1);
-    if (sw > 1) pred = pred && (pw - kw * dw) % sw == 0;
-    if (sh > 1) pred = pred && (ph - kh * dh) % sh == 0;
-    if (sd > 1) pred = pred && (pd - kd * dd) % sd == 0;
-    return pred;
+  // Reduction (n, jw, jh, jd): the taps of the phase only (see PhaseTaps).
+  struct Taps {
+    PhaseTaps w, h, d;
+  };
+  auto taps_of = [&](RVar jw, RVar jh, RVar jd) {
+    return Taps{phase_taps(pw, jw, Kw, sw, dw, pl), phase_taps(ph, jh, Kh, sh, dh, pt),
+                phase_taps(pd, jd, Kd, sd, dd, pf)};
+  };
+  auto tap_rdom = [&](int inner, const char* name) {
+    return RDom(0, inner, 0, phase_tap_extent(Kw, sw, dw), 0, phase_tap_extent(Kh, sh, dh), 0,
+                phase_tap_extent(Kd, sd, dd), name);
   };
   a.strided = sd > 1 || sh > 1 || sw > 1;
-  if (a.strided) a.r.where(taps_of_phase(rkw, rkh, rkd));
-
-  Expr ow = qw + (pw - rkw * dw) / sw, oh = qh + (ph - rkh * dh) / sh,
-       od = qd + (pd - rkd * dd) / sd;
+  // dy positions a tap reads in the phase frame.
+  auto dy_pos = [&](const Taps& t) {
+    return std::array<Expr, 3>{qw + (pw + pl - t.w.tap * dw) / sw, qh + (ph + pt - t.h.tap * dh) / sh,
+                               qd + (pd + pf - t.d.tap * dd) / sd};
+  };
+  a.r = tap_rdom(cout_g, "r");
+  RVar rn = a.r[0];
+  const Taps tr = taps_of(a.r[1], a.r[2], a.r[3]);
+  if (a.strided) a.r.where(tr.w.valid && tr.h.valid && tr.d.valid);
+  const auto [ow, oh, od] = dy_pos(tr);
   Expr gi = c1 / cin1_g, c1g_i = c1 % cin1_g;
   a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
   a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
-      a.dys(rn, ow, oh, od, b, gi) * a.wz(c0, c1g_i, rn, rkw, rkh, rkd, gi);
+      a.dys(rn, ow, oh, od, b, gi) * a.wz(c0, c1g_i, rn, tr.w.tap, tr.h.tap, tr.d.tap, gi);
 
-  // Back from the phase frame: w + pl = qw*sw + pw. A phase is written t - (t / s) * s, clamped
+  // Back from the phase frame: w = qw*sw + pw. A phase is written t - (t / s) * s, clamped
   // to [0, s) (equal to t % s for t >= 0): Halide narrows its bounds to one value for one t (not
   // those of %), so a schedule can compute the phase frame per output slice or row without
   // computing every phase of it.
-  Expr tw = w + pl, th = h + pt, td = d + pf;
+  Expr tw = w, th = h, td = d;
   auto phase = [](Expr t, int s) { return clamp(t - (t / s) * s, 0, s - 1); };
   // The output stages over an accumulator: bias, cast, back from the phase frame.
   auto tail = [&](Func acc, Func dxp, Func out) {
@@ -114,14 +158,14 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     } else {
       a.dyd(c0, m, w, h, d, b, g) = a.dys(nn, w, h, d, b, g);
     }
-    a.rd = RDom(0, M, 0, Kw, 0, Kh, 0, Kd, "rd");
-    RVar sm = a.rd[0], skw = a.rd[1], skh = a.rd[2], skd = a.rd[3];
-    if (a.strided) a.rd.where(taps_of_phase(skw, skh, skd));
-    Expr dow = qw + (pw - skw * dw) / sw, doh = qh + (ph - skh * dh) / sh,
-         dod = qd + (pd - skd * dd) / sd;
+    a.rd = tap_rdom(M, "rd");
+    RVar sm = a.rd[0];
+    const Taps ts = taps_of(a.rd[1], a.rd[2], a.rd[3]);
+    if (a.strided) a.rd.where(ts.w.valid && ts.h.valid && ts.d.valid);
+    const auto [dow, doh, dod] = dy_pos(ts);
     a.accd(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.accd(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
-        a.dyd(c0, sm, dow, doh, dod, b, c1) * a.wd(c0, sm, skw, skh, skd, c1);
+        a.dyd(c0, sm, dow, doh, dod, b, c1) * a.wd(c0, sm, ts.w.tap, ts.h.tap, ts.d.tap, c1);
     a.outd = Func("out");
     tail(a.accd, a.dxpd, a.outd);
   }

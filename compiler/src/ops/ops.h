@@ -9,6 +9,9 @@
  * in the output stage; dX and forward: in the staged weights).
  *
  * Halide dimension order is innermost first; the comments give it. */
+#include <cstdint>
+#include <utility>
+
 #include "Halide.h"
 #include "tbex/problem.h"
 
@@ -44,7 +47,7 @@ struct DxAlgorithm {
   Halide::ImageParam bias;    ///< (c) when the problem has a bias
   Halide::Func wz{"wz"};            ///< (c0, c1g, n, kw, kh, kd, g) fp32, zero outside the group
   Halide::Func dys{"dys"};           ///< (n, ow, oh, od, b, g) fp32, zero outside [0, Do) etc.
-  Halide::Func acc{"acc"};           ///< (c0, qw, pw, qh, ph, qd, pd, c1, b) phase frame: w + pl = qw*sw + pw
+  Halide::Func acc{"acc"};           ///< (c0, qw, pw, qh, ph, qd, pd, c1, b) phase frame: w = qw*sw + pw
   Halide::Func dxp{"dxp"};           ///< same dims as acc: acc + bias, cast to res_dtype
   Halide::Func out{"out"};           ///< (c0, w, h, c1, d, b) 6HD view of the (N, D, C1, H*W, 16) output
   /** Defined only when a real group has one input block with fewer than 16 valid lanes
@@ -54,7 +57,8 @@ struct DxAlgorithm {
    * output (a.out = a.out_lanes); every other schedule leaves it unused. */
   Halide::Func out_lanes{"out_lanes"};
   int cin_valid = 16;         ///< valid c0 lanes of a real group's block: min(16, mag_factor * cin_pg)
-  Halide::RDom r;             ///< (n, kw, kh, kd), predicated on the stride phase
+  Halide::RDom r;             ///< (n, jw, jh, jd): the taps of the stride phase (tap = k0 + j*step,
+                              ///< phase_tap_extent), predicated on j naming a real tap
   bool strided = false;       ///< any stride > 1: out gathers from dxp; else out reads acc directly
   Halide::Var c0{"c0"}, qw{"qw"}, pw{"pw"}, qh{"qh"}, ph{"ph"}, qd{"qd"}, pd{"pd"}, c1{"c1"},
       b{"b"}, n{"n"}, kw{"kw"}, kh{"kh"}, kd{"kd"}, g{"g"}, w{"w"}, h{"h"}, d{"d"}, c1g{"c1g"};
@@ -70,10 +74,20 @@ struct DxAlgorithm {
   Halide::Func accd{"accd"};    ///< same dims as acc
   Halide::Func dxpd{"dxpd"};    ///< dxp reading accd
   Halide::Func outd;            ///< out reading dxpd (named "out" too)
-  Halide::RDom rd;              ///< (m, kw, kh, kd), predicated like r
+  Halide::RDom rd;              ///< (m, jw, jh, jd), predicated like r
   Halide::Var m{"m"};
   void use_diag() { dxp = dxpd, out = outd; }
 };
+
+/** dX's taps per stride phase along one dim (kernel K, stride s, dilation dl): the extent of the
+ * reduction's tap index j. A phase's taps are k0 + j*step with step = s / gcd(s, dl), so at most
+ * ceil(K / step); a phase with fewer skips the rest by the RDom predicate. */
+inline int phase_tap_extent(int64_t K, int64_t s, int64_t dl) {
+  int64_t g = s, b = dl;
+  while (b) g = std::exchange(b, g % b);
+  const int64_t step = s / g;
+  return (int)((K + step - 1) / step);
+}
 
 /** The forward conv as a GEMM per real group: M = output positions, N = output channels (c0, c1),
  * K = input channels n x taps. */
