@@ -68,13 +68,7 @@ PwTiles choose_tiles(const Problem& p, const Context& ctx) {
                       std::to_string(p.group.cout_g) + ") and ch Ho (" + std::to_string(g.out[1]) + ")");
   t.tiles = (p.group.cin1_g / t.ct) * (p.group.cout_g / t.nt) * p.group.real_g;
   if (t.tiles < 8) t.parts = dw_parts(p, kDwSplitParts);  // few tiles: split K instead
-  if (f.count("parts")) {
-    t.parts = dw_parts(p, f.at("parts"));
-    space().require(t.parts == f.at("parts"), ctx.variant,
-                    "parts=" + std::to_string(f.at("parts")) + " gives " + std::to_string(t.parts) +
-                        " parts of batch " + std::to_string(g.n) + " (or depth " +
-                        std::to_string(g.out[0]) + "): give a count the split yields");
-  }
+  if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
   return t;
 }
 

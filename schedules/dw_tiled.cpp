@@ -69,13 +69,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
     // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
     if (t.tiles < 8 || t.prefetch_x) t.parts = dw_parts(p, kDwSplitParts);
   }
-  if (f.count("parts")) {
-    t.parts = dw_parts(p, f.at("parts"));
-    space().require(t.parts == f.at("parts"), ctx.variant,
-                    "parts=" + std::to_string(f.at("parts")) + " gives " + std::to_string(t.parts) +
-                        " parts of batch " + std::to_string(g.n) + " (or depth " +
-                        std::to_string(g.out[0]) + "): give a count the split yields");
-  }
+  if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
   return t;
 }
 

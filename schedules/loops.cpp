@@ -40,6 +40,16 @@ int dw_parts(const Problem& p, int want) {
   return (int)((extent + per - 1) / per);
 }
 
+int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
+                        int requested) {
+  const int parts = dw_parts(p, requested);
+  space.require(parts == requested, variant,
+                "parts=" + std::to_string(requested) + " gives " + std::to_string(parts) +
+                    " parts of batch " + std::to_string(p.geo.n) + " (or depth " +
+                    std::to_string(p.geo.out[0]) + "): give a count the split yields");
+  return parts;
+}
+
 DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int parts, int ch) {
   DwReduction red;
   red.mid = r[2], red.outer = r[3];

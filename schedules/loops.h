@@ -7,6 +7,7 @@
 
 #include "Halide.h"
 #include "ops/ops.h"
+#include "schedules/tile_space.h"
 
 namespace tbex::sched {
 
@@ -45,6 +46,10 @@ int dw_parts(const Problem& p, int want);
 /** The parts the dW schedules ask dw_parts for when they split: whole units for 1, 2 or 4
  * threads; each costs one more pass over the (small) output to sum. */
 constexpr int kDwSplitParts = 4;
+/** dw_parts for a variant's parts=`requested`, which must be a count the split yields (else a
+ * UserError naming `variant` through `space`, so variant keys stay canonical). */
+int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
+                        int requested);
 
 DwReduction split_dw_reduction(Halide::Func acc, const Halide::RDom& r, const Problem& p,
                                int parts, int ch);
