@@ -28,7 +28,7 @@ struct FewCinTiles {
   int nv = 1;   ///< 16-lane vectors of output channels per register tile
   int kwt = 1;  ///< kw taps per register tile
   int ch = 1;   ///< output rows (ho) per reduction chunk
-  int parts = 1;  ///< reduction split into this many per-thread partial sums
+  int parts = 1;  ///< reduction split into this many partial sums (dw_parts; not the threads)
   bool stage_x = true;  ///< stage padded fp32 x at its valid lanes (stage_x_rows)
   bool xs_root = true;  ///< all of it once (small), else per batch
   int64_t tiles = 1;
@@ -61,7 +61,8 @@ FewCinTiles choose_tiles(const Problem& p, int threads) {
   int64_t xs_bytes = 4 * t.cv * g.n * p.group.real_g;
   for (int i = 0; i < 3; ++i) xs_bytes *= g.in[i] + g.pads[2 * i] + g.pads[2 * i + 1];
   t.xs_root = xs_bytes <= kMaxRootXsBytes;
-  if (threads > 1 && t.tiles < 4 * threads && std::max(g.n, g.out[0]) >= threads) t.parts = threads;
+  // Few tiles balance badly over threads: split the reduction into a fixed number of parts.
+  if (t.tiles < 8) t.parts = dw_parts(p, kDwSplitParts);
   return t;
 }
 
@@ -102,7 +103,7 @@ class DwCoutLanes final : public DwSchedule {
     const int64_t w_pad = padded_w(p);
     n.chunk_footprint = x_rows_of(p, t.ch) * w_pad * t.cv * 4 * g.kernel[0] * p.group.real_g +
                         t.ch * g.out[2] * 4 * p.group.cout_g * p.group.real_g;
-    n.units = t.parts > 1 ? (g.n >= t.parts ? g.n : g.out[0]) : t.tiles;
+    n.units = t.parts > 1 ? t.parts : t.tiles;
     // Passes: x staged at its valid lanes, dy staged n-innermost per chunk, the transposing
     // output stage (a gather per output element) and the partial sums.
     const double x_elems = double(g.n) * g.in[0] * p.group.real_g * t.cv *

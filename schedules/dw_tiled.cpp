@@ -3,9 +3,11 @@
  * AVX-512 vector per kw) streams K in chunks of CH output rows, so the x and dy rows a chunk
  * touches stay in L2 while every output tile is updated from them (split_dw_reduction: intm
  * holds one chunk's partial sums for one tile, in registers). Output tiles are split across
- * threads (outermost parallel loop), so there is no cross-thread reduction and results do not
- * depend on the thread count; with too few tiles for the threads the reduction is split into
- * per-thread partial sums instead. */
+ * threads (outermost parallel loop), so there is no cross-thread reduction. With few tiles, or
+ * where staging x dominates (every tile group stages every chunk), the reduction is split
+ * instead into a fixed number of parts (dw_parts), each a thread's whole unit staging only its
+ * share of x, summed at the end; the part count never depends on the threads, so results do
+ * not either. */
 #include <sstream>
 
 #include "schedules/loops.h"
@@ -22,7 +24,7 @@ struct DwTiles {
   int nt = 8;   ///< output channels per register tile
   int kwt = 1;  ///< kw taps per register tile
   int ch = 1;   ///< output rows (ho) per reduction chunk
-  int parts = 1;  ///< reduction split into this many per-thread partial sums
+  int parts = 1;  ///< reduction split into this many partial sums (dw_parts; not the threads)
   bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows)
   bool prefetch_x = false;  ///< prefetch the next chunk's x rows while this chunk computes
   int64_t tiles = 1;
@@ -37,7 +39,6 @@ const TileSpace& space() {
  * given), then the fields `variant` sets. */
 DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
-  const int threads = ctx.threads;
   DwTiles t;
   t.kwt = largest_divisor_upto(g.kernel[2], 3);
   // 12-16 zmm accumulators run best (more spill): 4n x 3kw, 8n x 2kw or 16n x 1kw.
@@ -47,7 +48,6 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / g.out[2]));
   const VariantFields f = space().resolve(ctx.variant, {{"nt", &t.nt}, {"kwt", &t.kwt}, {"ch", &t.ch}});
   t.stage_x = stage_x_rows(p);
-  const bool can_split = threads > 1 && std::max(g.n, g.out[0]) >= threads;
   // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.
   space().require(p.group.cout_g % (f.count("nt") ? t.nt : 1) == 0 &&
                       g.kernel[2] % (f.count("kwt") ? t.kwt : 1) == 0 &&
@@ -65,15 +65,11 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
         x_rows_of(p, t.ch) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
     const double x_bytes = 4.0 * g.n * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
     t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && x_bytes / (g.flops() / 32) >= 0.5;
+    // Few tiles balance badly over threads, and staging-bound problems stage every chunk once
+    // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
+    if (t.tiles < 8 || t.prefetch_x) t.parts = dw_parts(p, kDwSplitParts);
   }
-  // Fewer than 4 tiles a thread balance badly: split the reduction instead.
-  if (can_split && t.tiles < 4 * threads) t.parts = threads;
-  if (f.count("parts")) {
-    t.parts = f.at("parts");
-    space().require(t.parts == 1 || (can_split && t.parts == threads), ctx.variant,
-                    std::string("parts must be 1") +
-                        (can_split ? " or " + std::to_string(threads) + " (the thread count)" : ""));
-  }
+  if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
   return t;
 }
 
@@ -102,9 +98,9 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, ch));
     list.push_back(t);
   }
-  if (ctx.threads > 1 && std::max(g.n, g.out[0]) >= ctx.threads) {
+  if (const int split = dw_parts(p, kDwSplitParts); split > 1) {
     DwTiles t = d;
-    t.parts = d.parts > 1 ? 1 : ctx.threads;
+    t.parts = d.parts > 1 ? 1 : split;
     list.push_back(t);
   }
   std::vector<std::string> keys;
@@ -134,13 +130,15 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   const int64_t x_rows = x_rows_of(p, t.ch), w_pad = padded_w(p);
   n.chunk_footprint = x_rows * w_pad * 64 * gd.cin1_g * gd.real_g * g.kernel[0] +
                       t.ch * g.out[2] * 64 * g.cout1();
-  n.units = t.parts > 1 ? (g.n >= t.parts ? g.n : g.out[0]) : tiles;
+  n.units = t.parts > 1 ? t.parts : tiles;
   // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
-  // output stage, and adding the per-thread partial sums.
+  // output stage, and adding the partial sums. Unsplit, every tile group (thread) stages every
+  // chunk for its own tiles: the staging does not shrink with threads.
   const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
   const double restage = double(g.kernel[0]) / g.stride[0] * x_rows / (t.ch * g.stride[1]);
-  n.pass_bytes = (t.stage_x ? x_elems * restage * (input_bytes(p) + 4) : 0) +
-                 (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + 4) : 0) +
+  const double stagers = t.parts > 1 ? 1.0 : double(std::min<int64_t>(ctx.threads, tiles));
+  n.pass_bytes = stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + 4) : 0) +
+                            (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + 4) : 0)) +
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
   n.lane_use = lane_use_of(g.flops(), n);
   return evaluate(n, Machine::of(ctx.target));

@@ -26,13 +26,37 @@ void register_tile(Func acc, Func owner, const Var& at, const Var& c0, const Var
   acc.update().reorder(c0, pos, blk, r[0], r[1], r[2], r[3]).vectorize(c0).unroll(pos).unroll(blk);
 }
 
+namespace {
+/** The split runs over batch when it has enough entries (or more than depth), else depth. */
+bool split_by_batch(const Problem& p, int parts) {
+  return p.geo.n >= parts || p.geo.n >= p.geo.out[0];
+}
+}  // namespace
+
+int dw_parts(const Problem& p, int want) {
+  const int64_t extent = split_by_batch(p, want) ? p.geo.n : p.geo.out[0];
+  if (want < 2 || extent < 2) return 1;
+  const int64_t per = (extent + want - 1) / want;
+  return (int)((extent + per - 1) / per);
+}
+
+int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
+                        int requested) {
+  const int parts = dw_parts(p, requested);
+  space.require(parts == requested, variant,
+                "parts=" + std::to_string(requested) + " gives " + std::to_string(parts) +
+                    " parts of batch " + std::to_string(p.geo.n) + " (or depth " +
+                    std::to_string(p.geo.out[0]) + "): give a count the split yields");
+  return parts;
+}
+
 DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int parts, int ch) {
   DwReduction red;
   red.mid = r[2], red.outer = r[3];
   red.body = acc;
   if (parts > 1) {
     RVar so("so"), si("si");
-    const bool by_batch = p.geo.n >= parts;
+    const bool by_batch = split_by_batch(p, parts);
     const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
     red.body = acc.update()
                    .split(by_batch ? r[3] : r[2], so, si, (int)((extent + parts - 1) / parts),
@@ -63,6 +87,10 @@ Var spread_tiles(Stage s, const std::vector<VarOrRVar>& dims, int64_t tiles, int
   inner.insert(inner.end(), after.begin(), after.end());
   for (const VarOrRVar& v : {VarOrRVar(red.chunk), VarOrRVar(red.mid), VarOrRVar(red.outer), VarOrRVar(tgo)})
     inner.push_back(v);
+  // The parts outermost: each thread stages and streams only its own share of the reduction.
+  // (rfactor's new pure var is otherwise placed innermost of the pure vars: inside the tile
+  // loop, so both parts were computed per tile, a fork per tile visit.)
+  if (parts > 1) inner.push_back(red.part);
   s.reorder(inner);
   if (parts > 1) s.parallel(red.part);
   else s.parallel(tgo);

@@ -7,6 +7,7 @@
 
 #include "Halide.h"
 #include "ops/ops.h"
+#include "schedules/tile_space.h"
 
 namespace tbex::sched {
 
@@ -23,9 +24,9 @@ void register_tile(Halide::Func acc, Halide::Func owner, const Halide::Var& at,
                    const Halide::Var& c0, const Halide::Var& pos, const Halide::Var& blk,
                    const Halide::RDom& r);
 
-/** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1 (few
- * output tiles for the threads) the reduction is first split over batch (or depth, when the
- * batch is smaller than parts) into per-thread partial sums indexed by `part` (an rfactor; `acc`
+/** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1
+ * (dw_parts' count) the reduction is first split over batch (or depth) into partial sums
+ * indexed by `part`, each a thread's whole work unit (an rfactor; `acc`
  * then adds them up). The tiles' Func is then chunked along ho by ch rows (a second rfactor):
  * intm holds one chunk's partial sums of one tile, in registers. */
 struct DwReduction {
@@ -36,13 +37,28 @@ struct DwReduction {
   Halide::RVar mid, outer;     ///< the reduction loops outside a chunk (depth, batch)
   Halide::Var part{"part"};    ///< the partial sums' index (parts > 1)
 };
+/** The partial sums dW's reduction split gives for `want` parts: over batch (or depth, when the
+ * batch is smaller than `want` and than depth), ceil(extent / ceil(extent / want)) of them, the count
+ * split_dw_reduction makes; 1 when neither extent reaches 2. A fixed number chosen from the
+ * problem, never from the thread count: threads only take whole parts, so the summation order,
+ * and the result, is the same for any thread count. */
+int dw_parts(const Problem& p, int want);
+/** The parts the dW schedules ask dw_parts for when they split: whole units for 1, 2 or 4
+ * threads; each costs one more pass over the (small) output to sum. */
+constexpr int kDwSplitParts = 4;
+/** dw_parts for a variant's parts=`requested`, which must be a count the split yields (else a
+ * UserError naming `variant` through `space`, so variant keys stay canonical). */
+int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
+                        int requested);
+
 DwReduction split_dw_reduction(Halide::Func acc, const Halide::RDom& r, const Problem& p,
                                int parts, int ch);
 
 /** The fused output tiles of a dW update: `dims` (innermost first) fused into one loop `tile`
  * and split into one group per thread (outermost, tgo: each thread owns whole tiles, so there
  * is no cross-thread reduction); with parts > 1 all tiles run per part and parts are parallel.
- * The loops end up ordered `inner`, tgi, `after`, the reduction outside a chunk, tgo. Returns
+ * The loops end up ordered `inner`, tgi, `after`, the reduction outside a chunk, tgo (then the
+ * part, outermost, so a thread stages and streams only its part's x). Returns
  * tgi, the loop over a thread's tiles. */
 Halide::Var spread_tiles(Halide::Stage s, const std::vector<Halide::VarOrRVar>& dims,
                          int64_t tiles, int threads, const DwReduction& red, int parts,

@@ -7,6 +7,7 @@
 // still allow 1e-6 relative, the fp32 summation-order bound of the issue).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -69,6 +70,11 @@ const Case kCases[] = {
     {"dwise_c8_mult2_strided", 1, 8, 16, 8, {5, 6, 7}, {2, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}},
     // Strides beyond the kernel: dw_diag reads x in place.
     {"dwise_sparse", 1, 16, 16, 16, {3, 7, 9}, {1, 2, 2}, {1, 3, 3}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    // 1x1x1 (dw_pointwise): 3 input blocks, the last ragged (40 channels), a tile spread over
+    // threads; grouped (2 real groups); and one output tile (the reduction split by depth).
+    {"pointwise", 2, 40, 24, 1, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    {"pointwise_grouped", 1, 32, 48, 2, {2, 4, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    {"pointwise_split", 1, 16, 2, 1, {5, 3, 4}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
 };
 
 using Param = std::tuple<int, DType, std::string>;
@@ -193,7 +199,8 @@ void check_bias_float16(const Case& c, const std::string& want_schedule) {
 TEST(KernelExtras, BackpropInputBiasAndFloat16Result) { check_bias_float16(kCases[2], "dx_tiled"); }
 
 /** dW of case `c` (random fp32 data) compiled for `threads` threads with `schedule`. */
-std::vector<float> dw_with_threads(const Case& c, const std::string& schedule, int threads) {
+std::vector<float> dw_with_threads(const Case& c, const std::string& schedule, int threads,
+                                   const std::string& variant = "") {
   const ConvGeometry g = geometry(c);
   const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
   std::mt19937 rng(5);
@@ -209,7 +216,9 @@ std::vector<float> dw_with_threads(const Case& c, const std::string& schedule, i
   const int saved = num_threads();
   set_num_threads(threads);
   std::vector<float> out(count(p.dw_shape()));
-  compile(p, CompileOptions{schedule})->run_dense({x6.data(), y6.data()}, out.data());
+  auto k = compile(p, CompileOptions{schedule, variant});
+  EXPECT_EQ(k->variant(), variant);
+  k->run_dense({x6.data(), y6.data()}, out.data());
   set_num_threads(saved);
   return out;
 }
@@ -265,6 +274,49 @@ TEST(KernelExtras, ThreadCountDoesNotChangeResults) { expect_thread_invariant(kC
 TEST(KernelExtras, CoutLanesThreadCountDoesNotChangeResults) {
   expect_thread_invariant(case_named("few_cin3_stem"), "dw_cout_lanes");
   expect_thread_invariant(case_named("few_cin1_split"), "dw_cout_lanes");
+}
+
+// A split reduction has a fixed number of parts whatever the threads (threads take whole
+// parts, summed in part order at the end): 1 and 2 threads give the same bits, as do the
+// schedules' own choices (which split "tiny_output_split" and "pointwise_split").
+TEST(KernelExtras, SplitReductionThreadCountDoesNotChangeBits) {
+  const std::vector<std::tuple<const char*, const char*, const char*>> runs{
+      {"plain", "dw_tiled", "nt=4,kwt=3,ch=1,parts=2"},
+      {"strided", "dw_tiled", "nt=4,kwt=3,ch=1,parts=2"},
+      {"tiny_output_split", "dw_tiled", ""},
+      {"tiny_output_split_depth", "dw_tiled", "nt=1,kwt=1,ch=2,parts=4"},
+      {"few_cin1_split", "dw_cout_lanes", ""},
+      {"pointwise", "dw_pointwise", ""},
+      {"pointwise", "dw_pointwise", "ct=1,nt=8,ch=1,parts=2"},
+      {"pointwise_split", "dw_pointwise", ""}};
+  for (const auto& [name, schedule, variant] : runs) {
+    const std::vector<float> one = dw_with_threads(case_named(name), schedule, 1, variant),
+                             two = dw_with_threads(case_named(name), schedule, 2, variant);
+    ASSERT_EQ(one.size(), two.size());
+    EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * 4)) << name << " " << variant;
+  }
+}
+
+// The split's part count is fixed by the problem: a count the split cannot make is refused.
+TEST(KernelExtras, SplitPartsVariantIsChecked) {
+  // "plain" has batch 2 (and depth 5): parts=3 splits depth 5 into 3 parts (2+2+1); parts=4
+  // gives 3 parts of depth, so it is refused naming the count.
+  const Case& c = case_named("plain");
+  EXPECT_NO_THROW(dw_with_threads(c, "dw_tiled", 1, "nt=4,kwt=3,ch=1,parts=3"));
+  try {
+    dw_with_threads(c, "dw_tiled", 1, "nt=4,kwt=3,ch=1,parts=4");
+    ADD_FAILURE() << "parts=4 accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("gives 3 parts"), std::string::npos) << e.what();
+  }
+}
+
+/** The dW problem of a Case (fp32), without data. */
+Problem dw_problem(const Case& c) {
+  const ConvGeometry g = geometry(c);
+  return make_backprop_filter_problem(shape_6hd(test::x_dims(g)), DType::kFloat32,
+                                      shape_6hd(test::y_dims(g)), DType::kFloat32,
+                                      {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]}, para_for(c, false));
 }
 
 // dx_cout_lanes: each output row is one thread's work, so 1 and 2 threads give the same bits.
@@ -386,6 +438,37 @@ TEST(KernelExtras, DiagDispatch) {
                                                 para_for(e2, true)))
                 ->schedule_name(),
             "dx_diag");
+}
+
+// The cost model's pick at 1 and 2 threads: dw_pointwise for the 1x1x1 layer (d_i3d_1x1x1), and
+// for the seed (a_tbe_doc: 16 channels, stride 2, staging-bound) dw_tiled with its reduction
+// split in 4 parts (its own choice; the candidates built from it carry parts=4). dw_pointwise
+// says why it does not apply elsewhere.
+TEST(KernelExtras, PointwiseAndSplitDispatch) {
+  const Case d{"d_i3d", 2, 256, 64, 1, {8, 28, 28}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const Case a{"a_tbe_doc", 16, 16, 16, 1, {8, 72, 72}, {2, 3, 3}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 1, 0, 1}};
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    EXPECT_EQ(rank_schedules(dw_problem(d)).at(0).schedule, "dw_pointwise") << threads;
+    const std::vector<RankedChoice> seed = rank_schedules(dw_problem(a));
+    EXPECT_EQ(seed.at(0).schedule, "dw_tiled") << threads;
+    EXPECT_EQ(seed.at(0).variant.find("parts=1"), std::string::npos) << seed.at(0).variant;
+    const std::vector<std::string> cands = schedule_candidates(dw_problem(a), "dw_tiled");
+    auto with = [&](const char* parts) {
+      return std::count_if(cands.begin(), cands.end(),
+                           [&](const std::string& v) { return v.find(parts) != std::string::npos; });
+    };
+    EXPECT_GE(with("parts=4"), 2) << threads;  // the own tiles' neighbours keep its split
+    EXPECT_EQ(with("parts=1"), 1) << threads;  // and one unsplit alternative
+  }
+  set_num_threads(saved);
+  EXPECT_EQ(why_not(case_named("plain"), "dw_pointwise", false), "kernel is not 1x1x1");
+  const Case strided{"s", 1, 16, 16, 1, {4, 4, 4}, {1, 1, 1}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const Case padded{"p", 1, 16, 16, 1, {4, 4, 4}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 1, 0}};
+  EXPECT_NE(why_not(strided, "dw_pointwise", false).find("strided"), std::string::npos);
+  EXPECT_NE(why_not(padded, "dw_pointwise", false).find("padded"), std::string::npos);
+  EXPECT_EQ(why_not(case_named("pointwise"), "dw_pointwise", false), "");
 }
 
 }  // namespace

@@ -182,3 +182,35 @@ def test_flops_budget():
     total = sum(c["geo"].flops() for c in CASES)
     assert total <= 25 * MAX_FLOPS
     assert all(math.prod(c["geo"].out_dhw) >= 1 for c in CASES)
+
+
+def _pointwise_cases():
+    """1x1x1 kernels, stride 1, no pads (dw_pointwise's problems; the generator above almost
+    never draws one): channel/group configurations from CHANNELS, drawn sizes and batch."""
+    rng = np.random.default_rng(SEED + 7)
+    cases = []
+    for i, (cin, cout, groups) in enumerate(CHANNELS[::3]):
+        dhw = tuple(int(v) for v in rng.integers(1, 9, size=3))
+        geo = O.Geometry(int(rng.integers(1, 4)), cin, cout, dhw, (1, 1, 1), groups=groups,
+                         name=f"pw{i:02d}")
+        cases.append((geo, DTYPES[i % 3]))
+    return cases
+
+
+PW_CASES = _pointwise_cases()
+
+
+@pytest.mark.parametrize("c", PW_CASES, ids=[c[0].name for c in PW_CASES])
+def test_random_pointwise_dw(c):
+    """Every dW schedule the model ranks for a 1x1x1 geometry (dw_pointwise among them) against
+    the float64 oracle, in the case's dtype."""
+    geo, dtype = c
+    ranked = O.ranked_schedules(geo, "dW", {})
+    names = [n for n in dict.fromkeys(r["schedule"] for r in ranked) if n != "reference"]
+    assert "dw_pointwise" in names, ranked
+    rng = np.random.default_rng(SEED + 301 + PW_CASES.index(c))
+    x = O.random_data(rng, geo.x_shape, dtype)
+    dy = O.random_data(rng, geo.dy_shape, dtype)
+    for name in names:
+        raw = O.run_dw(geo, x, dy, dtype, schedule=name)
+        O.check_dw(raw, O.ref_dw(x, dy, geo), geo, what="%s dW %s %s" % (geo.name, dtype, name))

@@ -1,0 +1,186 @@
+/** dw_pointwise: dW of a 1x1x1 kernel (stride 1, no pads) as a plain GEMM. With one tap, dW is
+ * (input channels) x (output channels) summed over every position, and x and dy are already
+ * packed panels: 6HD holds each 16-channel block of a (d, n) slab as a dense (H*W, 16) matrix,
+ * so x and dy are read in place (fp32; 16-bit inputs are converted per chunk), with no staging,
+ * padding or taps.
+ *
+ * The register tile is CT input blocks (one vector of 16 c0 lanes each) x NT output channels
+ * (dy broadcasts): per position CT vector loads and NT broadcasts feed CT*NT FMAs, so a square
+ * tile (4 x 4: 8 loads per 16 FMAs) leaves the load ports half idle where dw_tiled's 1 x 16
+ * needs 17. K (positions) is blocked in chunks of CH rows whose x and dy panels stay in L2 while
+ * every tile passes over them; the chunking, the tile spread over threads and the optional
+ * reduction split are dw_tiled's (schedules/loops.h). */
+#include <sstream>
+
+#include "schedules/loops.h"
+#include "schedules/registry.h"
+#include "schedules/tile_space.h"
+#include "schedules/tiling.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+constexpr int kMaxAcc = 16;  ///< zmm accumulators per tile (beyond, Halide's code spilled)
+
+struct PwTiles {
+  int ct = 1;     ///< input blocks (c1g) per register tile
+  int nt = 16;    ///< output channels per register tile
+  int ch = 1;     ///< output rows (ho) per K chunk
+  int parts = 1;  ///< reduction split into this many partial sums (dw_parts)
+  int64_t tiles = 1;
+};
+
+const TileSpace& space() {
+  static const TileSpace s("dw_pointwise", {"ct", "nt", "ch", "parts"});
+  return s;
+}
+
+/** The register tile with the fewest loads per FMA within kMaxAcc accumulators (ties: more
+ * output channels, whose broadcasts share a cache line). */
+void choose_register_tile(const Problem& p, PwTiles& t) {
+  double best = 1e9;
+  for (int ct = 1; ct <= kMaxAcc; ++ct) {
+    if (p.group.cin1_g % ct) continue;
+    for (int nt = kMaxAcc / ct; nt >= 1; --nt) {
+      if (p.group.cout_g % nt) continue;
+      const double cost = double(ct + nt) / (ct * nt);
+      if (cost < best - 1e-9) best = cost, t.ct = ct, t.nt = nt;
+      break;  // the largest nt for this ct is its best
+    }
+  }
+}
+
+PwTiles choose_tiles(const Problem& p, const Context& ctx) {
+  const ConvGeometry& g = p.geo;
+  PwTiles t;
+  choose_register_tile(p, t);
+  // A chunk's x and dy panels (every block of both) in half the L2, at least ~256 positions
+  // per tile visit to amortize loading and storing the accumulators.
+  const int64_t row_bytes = g.out[2] * 64 * (p.group.cin1_g * p.group.real_g + g.cout1());
+  const int64_t fit = std::max<int64_t>(1, (Machine::of(ctx.target).l2 / 2) / row_bytes);
+  t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(fit, ceil_div(256, g.out[2])));
+  const VariantFields f = space().resolve(ctx.variant, {{"ct", &t.ct}, {"nt", &t.nt}, {"ch", &t.ch}});
+  space().require(p.group.cin1_g % t.ct == 0 && p.group.cout_g % t.nt == 0 && g.out[1] % t.ch == 0,
+                  ctx.variant,
+                  "ct must divide cin1_g (" + std::to_string(p.group.cin1_g) + "), nt cout_g (" +
+                      std::to_string(p.group.cout_g) + ") and ch Ho (" + std::to_string(g.out[1]) + ")");
+  t.tiles = (p.group.cin1_g / t.ct) * (p.group.cout_g / t.nt) * p.group.real_g;
+  if (t.tiles < 8) t.parts = dw_parts(p, kDwSplitParts);  // few tiles: split K instead
+  if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
+  return t;
+}
+
+std::string key_of(const PwTiles& t) {
+  return space().key({{"ct", t.ct}, {"nt", t.nt}, {"ch", t.ch}, {"parts", t.parts}});
+}
+
+Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
+  const ConvGeometry& g = p.geo;
+  LoopNest n;
+  n.threads = ctx.threads;
+  // Per position: ct x vectors, nt dy broadcasts (embedded in the FMAs), ct x nt FMAs.
+  n.tile = {double(t.ct * t.nt), double(t.ct + t.nt), t.ct * t.nt, t.ct + 1, 0};
+  n.steps_per_visit = double(t.ch * g.out[2]);
+  n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
+  // A visit streams ct blocks of x rows and the lines of dy holding its nt channels.
+  n.visit_bytes = n.steps_per_visit * 64 * (t.ct + ceil_div(t.nt, 16));
+  n.visit_footprint = (int64_t)n.visit_bytes;
+  n.chunk_footprint = t.ch * g.out[2] * 64 * (p.group.cin1_g * p.group.real_g + g.cout1());
+  n.units = t.parts > 1 ? t.parts : t.tiles;
+  // Passes: 16-bit inputs converted per chunk (by every tile group unless split), the output
+  // stage and the partial sums.
+  const double stagers = t.parts > 1 ? 1.0 : double(std::min<int64_t>(ctx.threads, t.tiles));
+  const double x_elems = dx_elems(p);
+  n.pass_bytes = (p.in_dtype != DType::kFloat32
+                      ? stagers * (x_elems + dy_elems(p)) * (input_bytes(p) + 4)
+                      : 0) +
+                 dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
+  n.lane_use = lane_use_of(g.flops(), n);
+  return evaluate(n, Machine::of(ctx.target));
+}
+
+class DwPointwise final : public DwSchedule {
+ public:
+  std::string name() const override { return "dw_pointwise"; }
+  std::string why_not(const Problem& p) const override {
+    const ConvGeometry& g = p.geo;
+    if (g.kernel[0] * g.kernel[1] * g.kernel[2] != 1) return "kernel is not 1x1x1";
+    if (is_strided(p)) return "strided: positions are not a dense panel";
+    for (int64_t pad : g.pads)
+      if (pad != 0) return "padded: positions are not a dense panel";
+    return dw_accumulator_why_not(p);
+  }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    const PwTiles t = choose_tiles(p, ctx);
+    std::ostringstream s;
+    s << "[" << key_of(t) << "] register tile " << t.ct << " blocks of 16c0 x " << t.nt << "n, "
+      << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
+      << p.geo.out[2] << " cols, "
+      << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
+      << (p.in_dtype == DType::kFloat32 ? "x and dy read in place" : "x and dy converted per chunk");
+    return s.str();
+  }
+  Estimate estimate(const Problem& p, const Context& ctx) const override {
+    return estimate_of(p, ctx, choose_tiles(p, ctx));
+  }
+  std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
+    Context own = ctx;
+    own.variant = "";
+    const PwTiles d = choose_tiles(p, own);
+    std::vector<PwTiles> list{d};
+    for (auto [ct, nt] : {std::pair{2, 8}, {1, 16}, {8, 2}, {4, 6}, {2, 12}}) {
+      PwTiles t = d;
+      t.ct = largest_divisor_upto(p.group.cin1_g, ct), t.nt = largest_divisor_upto(p.group.cout_g, nt);
+      list.push_back(t);
+    }
+    for (int64_t ch : {(int64_t)d.ch * 2, (int64_t)d.ch / 2}) {
+      PwTiles t = d;
+      t.ch = largest_divisor_upto(p.geo.out[1], std::max<int64_t>(1, ch));
+      list.push_back(t);
+    }
+    if (const int split = dw_parts(p, kDwSplitParts); split > 1) {
+      PwTiles t = d;
+      t.parts = d.parts > 1 ? 1 : split;
+      list.push_back(t);
+    }
+    std::vector<std::string> keys;
+    for (const PwTiles& t : list) keys.push_back(key_of(t));
+    return TileSpace::candidates(keys, 8);
+  }
+
+  void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
+    const PwTiles t = choose_tiles(p, ctx);
+    const Var c0 = a.c0, n = a.n, c1g = a.c1g;
+    DwReduction red = split_dw_reduction(a.acc, a.r, p, t.parts, t.ch);
+    if (t.parts > 1) {
+      a.acc.compute_root().vectorize(c0);
+      a.acc.update().vectorize(c0);
+    }
+    Var no("no"), ni("ni"), co("co"), ci("ci");
+    red.body.compute_root().vectorize(c0);
+    Stage s = red.body.update();
+    s.split(n, no, ni, t.nt)
+        .split(c1g, co, ci, t.ct)
+        .reorder(c0, ni, ci, no, co, a.kw, a.kh, a.kd, a.g, red.chunk, red.mid, red.outer);
+    // Output channels innermost among the tiles: a thread's tiles share its x blocks.
+    const Var tgi = spread_tiles(s, {no, co, a.kw, a.kh, a.kd, a.g}, t.tiles, ctx.threads, red,
+                                 t.parts, {c0, ni, ci}, {});
+    s.vectorize(c0).unroll(ni).unroll(ci);
+    if (p.in_dtype != DType::kFloat32) {
+      a.xs.compute_at(red.body, red.chunk).vectorize(c0);
+      a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
+    }
+    red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(c1g);
+    red.intm.update().reorder(c0, n, c1g, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(c1g);
+
+    stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});
+  }
+};
+
+}  // namespace
+
+const DwSchedule* dw_pointwise_schedule() { return the<DwPointwise>(); }
+
+}  // namespace tbex::sched
