@@ -71,13 +71,20 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   // Weights of real group g with input channel c1g*16+c0 innermost (the transposed conv never
   // mixes groups).
   define_group_weights(a, p, cout_pg, cin_pg, /*lanes_out=*/false);
-  // dy, zero outside its volume (the transposed conv reads beyond it near the borders).
+  // dy, zero outside its volume (the transposed conv reads beyond it near the borders). A 1x1x1
+  // kernel without pads reads only inside (phase 0 at ow < ceil(W/s) = Wo; the other phases have
+  // no taps), so it reads dy as is: no select or clamp left in a loop that reads dy in place.
   {
     Expr oc = g * cout_g + n;
-    Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
-    Expr v = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
-                  clamp(d, 0, Do - 1), b);
-    a.dys(n, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
+    const bool reads_inside = Kd * Kh * Kw == 1 && pf == 0 && pt == 0 && pl == 0;
+    if (reads_inside) {
+      a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
+    } else {
+      Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
+      Expr v = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
+                    clamp(d, 0, Do - 1), b);
+      a.dys(n, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
+    }
   }
 
   // Reduction (n, jw, jh, jd): the taps of the phase only (see PhaseTaps).
