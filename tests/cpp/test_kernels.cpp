@@ -471,5 +471,41 @@ TEST(KernelExtras, PointwiseAndSplitDispatch) {
   EXPECT_EQ(why_not(case_named("pointwise"), "dw_pointwise", false), "");
 }
 
+/** The dX problem of a Case (fp32), without data. */
+Problem dx_problem(const Case& c) {
+  const ConvGeometry g = geometry(c);
+  return make_backprop_input_problem(shape_fz3d(test::w_dims(g), c.groups), DType::kFloat32,
+                                     shape_6hd(test::y_dims(g)), DType::kFloat32,
+                                     {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                     {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+}
+
+// dx_pointwise (1x1x1 dX as a plain GEMM): the model's pick for the 1x1x1 layer (d_i3d_1x1x1)
+// at 1 and 2 threads (dx_tiled would stage dy first), the same bits at 1 and 2 threads (a thread
+// owns whole (blocks, slab) units), bias with a float16 result, and why it does not apply
+// elsewhere.
+TEST(KernelExtras, DxPointwise) {
+  const Case d{"d_i3d", 2, 256, 64, 1, {8, 28, 28}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    EXPECT_EQ(rank_schedules(dx_problem(d)).at(0).schedule, "dx_pointwise") << threads;
+  }
+  set_num_threads(saved);
+  for (const char* name : {"pointwise", "pointwise_grouped"}) {
+    const std::vector<float> one = dx_with_threads(case_named(name), "dx_pointwise", 1),
+                             two = dx_with_threads(case_named(name), "dx_pointwise", 2);
+    ASSERT_EQ(one.size(), two.size());
+    EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * 4)) << name;
+  }
+  check_bias_float16(case_named("pointwise"), "dx_pointwise");
+  EXPECT_EQ(why_not(case_named("plain"), "dx_pointwise", true), "kernel is not 1x1x1");
+  const Case strided{"s", 1, 16, 16, 1, {4, 4, 4}, {1, 1, 1}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const Case padded{"p", 1, 16, 16, 1, {4, 4, 4}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 1, 0}};
+  EXPECT_NE(why_not(strided, "dx_pointwise", true).find("strided"), std::string::npos);
+  EXPECT_NE(why_not(padded, "dx_pointwise", true).find("padded"), std::string::npos);
+  EXPECT_EQ(why_not(case_named("pointwise"), "dx_pointwise", true), "");
+}
+
 }  // namespace
 }  // namespace tbex

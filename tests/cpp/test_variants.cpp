@@ -183,6 +183,19 @@ TEST(Variants, DxCoutLanesMatchesReference) {
       check_dx_case(c, dtype, "dx_cout_lanes", 17, true);
 }
 
+// dx_pointwise (1x1x1 dX as a plain GEMM), every variant, fp32 and bf16: ragged blocks (40
+// input channels), two real groups, rows shorter than a tile.
+TEST(Variants, DxPointwiseMatchesReference) {
+  const Case pw[] = {
+      {"pw_ragged", 2, 40, 24, 1, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+      {"pw_grouped", 1, 32, 48, 2, {2, 4, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+      {"pw_wide", 1, 64, 32, 1, {2, 3, 29}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+  };
+  for (const Case& c : pw)
+    for (DType dtype : {DType::kFloat32, DType::kBFloat16})
+      check_dx_case(c, dtype, "dx_pointwise", 23, true);
+}
+
 TEST(Variants, DiagMatchesReference) {
   for (int ci : {3, 4})
     for (DType t : {DType::kFloat32, DType::kBFloat16}) {
