@@ -214,3 +214,22 @@ def test_random_pointwise_dw(c):
     for name in names:
         raw = O.run_dw(geo, x, dy, dtype, schedule=name)
         O.check_dw(raw, O.ref_dw(x, dy, geo), geo, what="%s dW %s %s" % (geo.name, dtype, name))
+
+
+@pytest.mark.parametrize("c", PW_CASES, ids=[c[0].name for c in PW_CASES])
+def test_random_pointwise_dx(c):
+    """Every dX schedule the model ranks for a 1x1x1 geometry (dx_pointwise among them) against
+    the float64 oracle, in the case's dtype, with and without a bias."""
+    geo, dtype = c
+    ranked = O.ranked_schedules(geo, "dX", {})
+    names = [n for n in dict.fromkeys(r["schedule"] for r in ranked) if n != "reference"]
+    assert "dx_pointwise" in names, ranked
+    rng = np.random.default_rng(SEED + 401 + PW_CASES.index(c))
+    w = O.random_data(rng, geo.w_shape, dtype)
+    dy = O.random_data(rng, geo.dy_shape, dtype)
+    bias = O.random_data(rng, (geo.cin,), dtype)
+    for name in names:
+        for b in (None, bias):
+            raw = O.run_dx(geo, w, dy, dtype, res_dtype="float32", schedule=name, bias=b)
+            O.check_dx(raw, O.ref_dx(w, dy, geo, bias=b), geo, "float32",
+                       what="%s dX %s %s bias=%s" % (geo.name, dtype, name, b is not None))
