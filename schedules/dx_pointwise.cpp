@@ -3,8 +3,8 @@
  * already a packed panel: 6HD holds each 16-channel block of a (d, n) slab as a dense (H*W, 16)
  * matrix, so dy is read in place (fp32; 16-bit dy is converted once per slab), with no staging,
  * zero padding, taps or phases. The reduction over the output channels is split into 16-lane
- * blocks and the 16 steps of a block unrolled: each broadcast's address is a constant offset
- * into the block's panel.
+ * blocks (the dy block and the lane within it, so no division per step); the steps of a block
+ * are not unrolled: LLVM would then hoist the broadcasts of later steps and spill them.
  *
  * The register tile is QT positions along w x HT rows x CT input blocks: per step CT weight
  * vectors and QT*HT dy broadcasts feed QT*HT*CT FMAs (with CT = 1 the broadcasts ride in the
@@ -90,7 +90,7 @@ class DxPointwise final : public DxSchedule {
     const PwTiles t = choose_tiles(p, ctx.variant);
     std::ostringstream s;
     s << "[" << key_of(t) << "] register tile 16c0 x " << t.ct << "c1 x " << t.qt << "w x "
-      << t.ht << "h, reduction in 16-channel blocks (unrolled), "
+      << t.ht << "h, reduction in 16-channel blocks, "
       << (p.in_dtype == DType::kFloat32 ? "dy read in place, " : "dy converted per slab, ")
       << ctx.threads << " threads";
     return s.str();
@@ -157,7 +157,7 @@ class DxPointwise final : public DxSchedule {
         .parallel(par);
     if (p.in_dtype != DType::kFloat32) a.dys.compute_at(a.out, par).vectorize(a.n, 16);
     // The tile: positions (qw, qh in the unit-stride frame) and blocks unrolled; the reduction
-    // over output channels in blocks of 16, each block's steps unrolled (taps: extent 1).
+    // over output channels in dy's blocks of 16 (taps: extent 1).
     RVar rno("rno"), rni("rni");
     a.acc.compute_at(a.out, wo).vectorize(c0).unroll(a.qw).unroll(a.qh).unroll(c1);
     a.acc.update()
@@ -166,8 +166,7 @@ class DxPointwise final : public DxSchedule {
         .vectorize(c0)
         .unroll(a.qw)
         .unroll(a.qh)
-        .unroll(c1)
-        .unroll(rni);
+        .unroll(c1);
   }
 };
 
