@@ -45,6 +45,11 @@ void apply(const Calibration& c, Machine& m) {
 
 }  // namespace
 
+bool has_bf16_dot(const Halide::Target& target) {
+  return target.has_feature(Halide::Target::AVX512_Zen4) ||
+         target.has_feature(Halide::Target::AVX512_SapphireRapids);
+}
+
 Machine Machine::of(const Halide::Target& target) {
   Machine m;
   m.lanes = std::max(1, target.natural_vector_size<float>());

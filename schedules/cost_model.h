@@ -21,6 +21,10 @@
 
 namespace tbex::sched {
 
+/** Whether `target` computes dot products of bf16 pairs natively (VDPBF16PS, AVX512_BF16: Halide's
+ * avx512_zen4 and avx512_sapphirerapids targets), two products per fp32 lane and instruction. */
+bool has_bf16_dot(const Halide::Target& target);
+
 /** What the model knows of the machine. Vector width and register count come from the target;
  * cache sizes from the host (sysconf). Throughputs, latency, clock and bandwidths are the host's
  * measured ones (schedules/calibrate.h) when the target runs on the host and TBEX_CALIBRATE is

@@ -17,7 +17,8 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_tiled"; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    return describe_gemm_tile(tiles(p, ctx), "w") + (is_strided(p) ? "stride-phase frame, " : "") +
+    return describe_gemm_tile(tiles(p, ctx), "w", pairs(p)) +
+           (is_strided(p) ? "stride-phase frame, " : "") +
            std::to_string(ctx.threads) + " threads";
   }
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -28,6 +29,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
             p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
   }
   Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const override;
+  bool pairs(const Problem& p) const override { return ops::bf16_pairs(p); }
 };
 
 Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const {
@@ -42,7 +44,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // Each phase's positions run the taps of that phase only (the RDom predicate).
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
                       double(g.stride[0] * g.stride[1] * g.stride[2]);
-  n.steps_per_visit = gd.cout_g * taps;
+  // A bf16 pair step is one dot-product instruction per accumulator for two output channels.
+  n.steps_per_visit = gd.cout_g * taps / t.pair;
   const int64_t rows = g.n * phase_extent(p, 0) * g.stride[0] * phase_extent(p, 1) * g.stride[1];
   const int64_t tiles = rows * g.stride[2] * ceil_div(phase_extent(p, 2), t.qt) * (g.cin1() / t.ct);
   n.visits = double(tiles);
@@ -59,17 +62,28 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach), the phase
   // scatter back to 6HD when strided (per depth slice, from L2: only the writes count).
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
-  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + 4) +
+  const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
+  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
                  (is_strided(p) ? dx_elems(p) * 4 : 0);
-  n.lane_use = lane_use_of(g.flops(), n);
+  n.lane_use = lane_use_of(g.flops() / t.pair, n);
   return evaluate(n, Machine::of(ctx.target));
 }
 
 void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const {
   const GemmTiles t = tiles(p, ctx);
   const Var c0 = a.c0, qw = a.qw, c1 = a.c1, b = a.b;
-  stage_root(a.wz, c0, 0, {a.kd, a.g}, {"t1"});
-  stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+  Func acc = a.acc;
+  if (t.pair == 2) {
+    a.use_pairs();
+    acc = a.accp;
+    stage_root(a.wzp, c0, 0, {a.kd, a.g}, {"t1"});
+    a.wzp.vectorize(a.e);  // (e, c0): one 64-byte row of 16 bf16 pairs
+    stage_root(a.dysp, a.n2, 8, {a.d, a.b, a.g}, {"t2", "t1"});
+    a.dysp.vectorize(a.e);
+  } else {
+    stage_root(a.wz, c0, 0, {a.kd, a.g}, {"t1"});
+    stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+  }
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
   if (a.strided) {
     // The phase frame is computed per output depth slice (one qd, pd) right before that
@@ -94,7 +108,8 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
         .fuse(a.d, b, par)
         .parallel(par);
   }
-  register_tile(a.acc, a.strided ? a.dxp : a.out, wo, c0, qw, c1, a.r);
+  register_tile(acc, a.strided ? a.dxp : a.out, wo, c0, qw, c1, t.pair == 2 ? a.rp : a.r,
+                t.pair == 2);
 }
 
 }  // namespace

@@ -8,22 +8,30 @@
 namespace tbex::sched {
 namespace {
 
-/** The most accumulators a tile keeps: 24 spill the register file. */
-constexpr int kAccumulators = 16;
+/** The most accumulators a tile keeps: fp32 FMA tiles spill the register file at 24 (Halide keeps
+ * the broadcasts live); bf16 pair tiles broadcast one 32-bit pair and keep 24 without a spill. */
+int accumulators(int pair) { return pair == 2 ? 24 : 16; }
 
-TileSpace space_of(const GemmShape& s) { return TileSpace(s.schedule, {"qt", "ct"}, s.knob, 2); }
+TileSpace space_of(const GemmShape& s) {
+  return TileSpace(s.schedule, {"qt", "ct", "pair"}, s.knob, 2);
+}
 
 }  // namespace
 
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
+  const TileSpace space = space_of(s);
   GemmTiles t;
+  const VariantFields asked = space.parse(variant);
+  t.pair = asked.count("pair") ? asked.at("pair") : s.pairs_default ? 2 : 1;
+  space.require(t.pair == 1 || (t.pair == 2 && s.pairs), variant,
+                "pair must be 1, or 2 for bf16 inputs with an even number of output channels "
+                "per group");
   t.ct = largest_divisor_upto(s.blocks, 4);
-  const int64_t qmax = std::max(1, kAccumulators / t.ct);
+  const int64_t qmax = std::max(1, accumulators(t.pair) / t.ct);
   // Covering: fewest tiles along the row, then the narrowest that still covers it in that many
   // (a row of 17 is 3 tiles of 6, not 2 of 8 and a shifted third recomputing 7 positions).
   t.qt = s.cover_row ? (int)ceil_div(s.row, ceil_div(s.row, qmax))
                      : (int)std::max<int64_t>(1, std::min<int64_t>(qmax, s.row));
-  const TileSpace space = space_of(s);
   const VariantFields f = space.resolve(variant, {{"qt", &t.qt}, {"ct", &t.ct}});
   space.require(s.blocks % (f.count("ct") ? t.ct : 1) == 0 && (!f.count("qt") || t.qt <= s.row),
                 variant,
@@ -32,29 +40,34 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
   return t;
 }
 
-std::string gemm_key(const GemmTiles& t) {
-  return "qt=" + std::to_string(t.qt) + ",ct=" + std::to_string(t.ct);
+std::string gemm_key(const GemmTiles& t, bool pairs) {
+  return "qt=" + std::to_string(t.qt) + ",ct=" + std::to_string(t.ct) +
+         (pairs ? ",pair=" + std::to_string(t.pair) : "");
 }
 
 std::vector<std::string> gemm_candidates(const GemmShape& s) {
   const int64_t ext = s.row;
-  std::vector<std::string> keys{gemm_key(choose_gemm_tiles(s, ""))};
+  std::vector<std::string> keys{gemm_key(choose_gemm_tiles(s, ""), s.pairs)};
   std::vector<int> cts;
   for (bool in_group : {true, false})
     for (int ct = 4; ct >= 1; --ct)
       if (s.blocks % ct == 0 && (s.group_blocks % ct == 0) == in_group) cts.push_back(ct);
-  for (int ct : cts) {
-    const int64_t qmax = std::min<int64_t>(kAccumulators / ct, ext);
-    for (int64_t qt : {qmax, std::min<int64_t>(12 / ct, ext), std::min<int64_t>(8 / ct, ext),
-                       ceil_div(ext, ceil_div(ext, qmax))})
-      keys.push_back(gemm_key({(int)std::max<int64_t>(1, qt), ct}));
-  }
+  // The target's own form first (pairs where it has bf16 dot products), then the other.
+  std::vector<int> forms{s.pairs_default ? 2 : 1};
+  if (s.pairs) forms.push_back(3 - forms[0]);
+  for (int pair : forms)
+    for (int ct : cts) {
+      const int64_t qmax = std::min<int64_t>(accumulators(pair) / ct, ext);
+      for (int64_t qt : {qmax, std::min<int64_t>(12 / ct, ext), std::min<int64_t>(8 / ct, ext),
+                         ceil_div(ext, ceil_div(ext, qmax))})
+        keys.push_back(gemm_key({(int)std::max<int64_t>(1, qt), ct, pair}, s.pairs));
+    }
   return TileSpace::candidates(keys, s.cap);
 }
 
-std::string describe_gemm_tile(const GemmTiles& t, const char* pos) {
-  return "[" + gemm_key(t) + "] register tile 16c0 x " + std::to_string(t.ct) + "c1 x " +
-         std::to_string(t.qt) + pos + ", ";
+std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs) {
+  return "[" + gemm_key(t, pairs) + "] register tile 16c0 x " + std::to_string(t.ct) + "c1 x " +
+         std::to_string(t.qt) + pos + (t.pair == 2 ? ", bf16 pair dot products" : "") + ", ";
 }
 
 }  // namespace tbex::sched

@@ -13,8 +13,9 @@
 namespace tbex::sched {
 
 struct GemmTiles {
-  int qt = 8;  ///< positions along the row per register tile
-  int ct = 1;  ///< 16-channel blocks per register tile
+  int qt = 8;    ///< positions along the row per register tile
+  int ct = 1;    ///< 16-channel blocks per register tile
+  int pair = 1;  ///< reduction steps per instruction: 2 = dot products of bf16 pairs
 };
 
 /** What a schedule's GEMM tile is drawn from. */
@@ -29,22 +30,24 @@ struct GemmShape {
   bool cover_row;           ///< own qt: the narrowest tile covering the row in the fewest
                             ///< tiles (else the widest that fits the accumulators)
   size_t cap;               ///< most candidates listed
+  bool pairs = false;          ///< the algorithm has a pair form (ops::bf16_pairs): key "pair"
+  bool pairs_default = false;  ///< ... and the target computes bf16 pairs natively
 };
 
 /** The schedule's own choice, then the knob's override (only without a variant), then the
  * fields `variant` sets (UserError when ct does not divide the blocks or qt exceeds the row). */
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant);
 
-/** "qt=..,ct=.." */
-std::string gemm_key(const GemmTiles& t);
+/** "qt=..,ct=.." (and ",pair=.." where the shape has a pair form) */
+std::string gemm_key(const GemmTiles& t, bool pairs = false);
 
 /** "" (the own choice) first, then per CT (a divisor of the blocks up to 4; those keeping a tile
  * inside one real group first) tiles of 16, 12 and 8 accumulators, and the narrowest tile
  * covering a row in as few tiles. */
 std::vector<std::string> gemm_candidates(const GemmShape& s);
 
-/** "[qt=..,ct=..] register tile 16c0 x <ct>c1 x <qt><pos>, " */
-std::string describe_gemm_tile(const GemmTiles& t, const char* pos);
+/** "[qt=..,ct=..] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products") */
+std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs = false);
 
 /** A schedule whose tiles come from a GEMM tile space: it always applies; its candidates and its
  * estimate follow from shape() and the cost of given tiles. */
@@ -52,19 +55,28 @@ template <class Algorithm>
 class GemmTiledSchedule : public Schedule<Algorithm> {
  public:
   std::string why_not(const Problem&) const override { return ""; }
-  std::vector<std::string> candidates(const Problem& p, const Context&) const override {
-    return gemm_candidates(shape(p));
+  std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
+    return gemm_candidates(shape_for(p, ctx));
   }
   Estimate estimate(const Problem& p, const Context& ctx) const override {
     return estimate_tiles(p, ctx, tiles(p, ctx));
   }
   /** The tiles for `p` and ctx.variant. */
   GemmTiles tiles(const Problem& p, const Context& ctx) const {
-    return choose_gemm_tiles(shape(p), ctx.variant);
+    return choose_gemm_tiles(shape_for(p, ctx), ctx.variant);
+  }
+  /** shape() with its pair form for ctx's target. */
+  GemmShape shape_for(const Problem& p, const Context& ctx) const {
+    GemmShape s = shape(p);
+    s.pairs = pairs(p);
+    s.pairs_default = s.pairs && has_bf16_dot(ctx.target);
+    return s;
   }
 
  protected:
   virtual GemmShape shape(const Problem& p) const = 0;
+  /** Whether the schedule computes `p` with its algorithm's pair form (bf16 dot products). */
+  virtual bool pairs(const Problem&) const { return false; }
   /** The cost model's view of the schedule with tiles `t`. */
   virtual Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const = 0;
 };

@@ -21,8 +21,18 @@ void stage_root(Func f, const Var& lanes, int width, const std::vector<Var>& out
 }
 
 void register_tile(Func acc, Func owner, const Var& at, const Var& c0, const Var& pos,
-                   const Var& blk, const RDom& r) {
+                   const Var& blk, const RDom& r, bool pairs) {
   acc.compute_at(owner, at).vectorize(c0).unroll(pos).unroll(blk);
+  if (pairs) {
+    acc.update()
+        .reorder(r[0], c0, pos, blk, r[1], r[2], r[3], r[4])
+        .atomic()
+        .vectorize(r[0])
+        .vectorize(c0)
+        .unroll(pos)
+        .unroll(blk);
+    return;
+  }
   acc.update().reorder(c0, pos, blk, r[0], r[1], r[2], r[3]).vectorize(c0).unroll(pos).unroll(blk);
 }
 

@@ -176,6 +176,33 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     a.outd = Func("out");
     tail(a.accd, a.dxpd, a.outd);
   }
+
+  // Pair form (bf16 inputs): output channels two at a time, both operands bf16 bits read as
+  // bf16, so (e, c0) vectorized is a dot product of bf16 pairs per fp32 lane. Each product is
+  // exact in fp32 and the sums are fp32, as in acc; only the order differs (pairs first).
+  a.pairs = bf16_pairs(p);
+  if (a.pairs) {
+    Var e = a.e, n2 = a.n2;
+    Expr nn = 2 * n2 + e;
+    const auto [valid, v] = group_weight(a, p, cout_pg, cin_pg, /*lanes_out=*/false, nn);
+    a.wzp(e, c0, c1g, n2, kw, kh, kd, g) = as_bf16(select(valid, v, cast<uint16_t>(0)));
+    Expr oc = g * cout_g + nn;
+    Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
+    Expr dv = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
+                   clamp(d, 0, Do - 1), b);
+    a.dysp(e, n2, w, h, d, b, g) = as_bf16(select(inside, dv, cast<uint16_t>(0)));
+    a.rp = RDom(0, 2, 0, cout_g / 2, 0, Kw, 0, Kh, 0, Kd, "rp");
+    RVar pe = a.rp[0], pn = a.rp[1], pkw = a.rp[2], pkh = a.rp[3], pkd = a.rp[4];
+    if (a.strided) a.rp.where(taps_of_phase(pkw, pkh, pkd));
+    Expr pow_ = qw + (pw - pkw * dw) / sw, poh = qh + (ph - pkh * dh) / sh,
+         pod = qd + (pd - pkd * dd) / sd;
+    a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
+    a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
+        cast<float>(a.dysp(pe, pn, pow_, poh, pod, b, gi)) *
+        cast<float>(a.wzp(pe, c0, c1g_i, pn, pkw, pkh, pkd, gi));
+    a.outp = Func("out");
+    tail(a.accp, a.dxpp, a.outp);
+  }
   return a;
 }
 

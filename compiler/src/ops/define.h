@@ -1,6 +1,7 @@
 #pragma once
 /** Pieces the op definitions share (the .cpp files of ops/ only; schedules see ops.h). */
 #include <array>
+#include <utility>
 
 #include "ops/ops.h"
 
@@ -27,21 +28,30 @@ Halide::ImageParam input_param(DType t, int dims, const char* name, const std::v
 Halide::Expr same_group(Halide::Expr out_group, Halide::Expr in_group, Halide::Expr row, int mag,
                         int groups, Halide::Expr g);
 
-/** a.wz(c0, c1g, n, kw, kh, kd, g): the FRACTAL_Z_3D filter of real group g in fp32, fractal lane
- * channel c1g*16+c0 innermost and row channel n, zero where the two channels are not of one
- * original group (n_pg / lane_pg channels per group; see same_group). dX and the forward conv;
- * lanes_out: the lanes are the op's output channels (the forward conv), else n is. */
+/** Filter entry (c0, c1g, n, kw, kh, kd, g) of real group g as stored (fp32/fp16 value or bf16
+ * bits) and whether its two channels are of one original group (n_pg / lane_pg channels per
+ * group; see same_group); lanes_out: the lanes are the op's output channels (the forward conv),
+ * else n is. */
 template <class Algorithm>
-void define_group_weights(Algorithm& a, const Problem& p, int n_pg, int lane_pg, bool lanes_out) {
+std::pair<Halide::Expr, Halide::Expr> group_weight(Algorithm& a, const Problem& p, int n_pg,
+                                                   int lane_pg, bool lanes_out, Halide::Expr n) {
   const auto [Kd, Kh, Kw] = ints(p.geo.kernel);
   const int cin1_g = (int)p.group.cin1_g;
-  auto [c0, c1g, n, kw, kh, kd, g] = std::tie(a.c0, a.c1g, a.n, a.kw, a.kh, a.kd, a.g);
+  auto [c0, c1g, kw, kh, kd, g] = std::tie(a.c0, a.c1g, a.kw, a.kh, a.kd, a.g);
   Halide::Expr row = (((g * Kd + kd) * cin1_g + c1g) * Kh + kh) * Kw + kw;
   Halide::Expr n_group = n / n_pg, lane_group = (c1g * C0 + c0) / lane_pg;
   Halide::Expr valid = same_group(lanes_out ? lane_group : n_group, lanes_out ? n_group : lane_group,
                                   n_group, (int)p.group.mag_factor, (int)p.geo.groups, g);
-  Halide::Expr v = a.filter(c0, n % C0, n / C0, row);
-  a.wz(c0, c1g, n, kw, kh, kd, g) = Halide::select(valid, to_f32(v), 0.0f);
+  return {valid, a.filter(c0, n % C0, n / C0, row)};
+}
+
+/** a.wz(c0, c1g, n, kw, kh, kd, g): the FRACTAL_Z_3D filter of real group g in fp32, fractal lane
+ * channel c1g*16+c0 innermost and row channel n, zero where the two channels are not of one
+ * original group (group_weight). dX and the forward conv. */
+template <class Algorithm>
+void define_group_weights(Algorithm& a, const Problem& p, int n_pg, int lane_pg, bool lanes_out) {
+  const auto [valid, v] = group_weight(a, p, n_pg, lane_pg, lanes_out, a.n);
+  a.wz(a.c0, a.c1g, a.n, a.kw, a.kh, a.kd, a.g) = Halide::select(valid, to_f32(v), 0.0f);
 }
 
 }  // namespace tbex::ops

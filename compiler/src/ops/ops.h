@@ -77,6 +77,21 @@ struct DxAlgorithm {
   Halide::RDom rd;              ///< (m, jw, jh, jd), predicated like r
   Halide::Var m{"m"};
   void use_diag() { dxp = dxpd, out = outd; }
+
+  /** Pair form, defined when `pairs` (bf16 inputs, an even cout_g): the same sum as acc with the
+   * output channels taken two at a time, n = 2*n2 + e with e innermost and both operands kept
+   * bf16, so a schedule vectorizing (e, c0) gets one dot product of bf16 pairs per fp32 lane
+   * (VDPBF16PS where the target has it; docs/validation.md). A schedule that uses it calls
+   * use_pairs(): dxp and out then read accp. */
+  bool pairs = false;
+  Halide::Func wzp{"wzp"};    ///< (e, c0, c1g, n2, kw, kh, kd, g) bf16 weight of channel 2*n2+e, 0 outside the group
+  Halide::Func dysp{"dysp"};  ///< (e, n2, w, h, d, b, g) bf16 dy of channel 2*n2+e, 0 outside the volume
+  Halide::Func accp{"accp"};  ///< same dims as acc
+  Halide::Func dxpp{"dxpp"};  ///< dxp reading accp
+  Halide::Func outp;          ///< out reading dxpp (named "out" too)
+  Halide::RDom rp;            ///< (e, n2, kw, kh, kd), predicated like r
+  Halide::Var e{"e"}, n2{"n2"};
+  void use_pairs() { dxp = dxpp, out = outp; }
 };
 
 /** dX's taps per stride phase along one dim (kernel K, stride s, dilation dl): the extent of the
@@ -103,6 +118,11 @@ struct FwdAlgorithm {
       kh{"kh"}, kd{"kd"}, g{"g"}, w{"w"}, h{"h"}, d{"d"}, c1g{"c1g"};
 };
 
+/** Whether dX has its pair form for `p` (DxAlgorithm::pairs): bf16 inputs, an even cout_g. */
+inline bool bf16_pairs(const Problem& p) {
+  return p.in_dtype == DType::kBFloat16 && p.group.cout_g % 2 == 0;
+}
+
 DwAlgorithm define_backprop_filter(const Problem& p);
 DxAlgorithm define_backprop_input(const Problem& p);
 FwdAlgorithm define_forward(const Problem& p);
@@ -110,6 +130,9 @@ FwdAlgorithm define_forward(const Problem& p);
 /** fp16/bf16/fp32 -> fp32 and back (round to nearest even); bf16 travels as uint16 bits. */
 Halide::Expr to_f32(Halide::Expr v);
 Halide::Expr from_f32(Halide::Expr v, Halide::Type t);
+
+/** bf16 bits (uint16) as Halide's bfloat16, for products Halide may lower to bf16 dot products. */
+Halide::Expr as_bf16(Halide::Expr bits);
 
 /** Halide element type of a tbex dtype (bf16: UInt(16), its bits). */
 Halide::Type halide_type(DType t);

@@ -24,6 +24,8 @@ Expr to_f32(Expr v) {
   return cast<float>(v);
 }
 
+Expr as_bf16(Expr bits) { return reinterpret(BFloat(16), bits); }
+
 Expr from_f32(Expr v, Type t) {
   if (t == UInt(16)) {
     // bf16 bits, round to nearest even on the 16 dropped bits; NaN stays NaN (quiet bit set).

@@ -1,0 +1,120 @@
+// dX of bf16 inputs as dot products of bf16 pairs (dx_tiled pair=2): compiled for the host (with
+// VDPBF16PS in its inner loop where the host has AVX512_BF16, skipped with the reason elsewhere)
+// and for the same host without the feature (Halide's portable lowering of the same algorithm),
+// both against the float64 reference. Inputs are multiples of 1/8: every product and partial sum
+// is exact in fp32, so any summation order gives the reference to the last bit.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "Halide.h"
+#include "lower/pipeline.h"
+#include "reference.h"
+#include "schedules/cost_model.h"
+#include "tbex/tbex.h"
+#include "test_util.h"
+
+namespace tbex {
+namespace {
+
+using test::Case;
+
+const Case kCases[] = {
+    {"plain", 2, 16, 16, 1, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"strided", 2, 16, 32, 1, {7, 9, 11}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 0, 1, 1, 0, 2}},
+    {"grouped_mag4", 1, 20, 56, 4, {4, 5, 6}, {1, 3, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 0, 1}},
+    {"odd_channels", 1, 20, 37, 1, {4, 5, 9}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
+};
+
+Halide::Target without_bf16_dot(Halide::Target t) {
+  return t.without_feature(Halide::Target::AVX512_Zen4)
+      .without_feature(Halide::Target::AVX512_SapphireRapids);
+}
+
+std::string assembly(lower::Lowered l, const Halide::Target& t, const std::string& tag) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("tbex_bf16_pairs_" + tag + "_" + std::to_string(::getpid()) + ".s");
+  l.pipeline.compile_to_assembly(path.string(), l.args, "k", t);
+  std::stringstream s;
+  s << std::ifstream(path).rdbuf();
+  std::filesystem::remove(path);
+  return s.str();
+}
+
+/** Runs dx_tiled with `variant` compiled for `t` and checks it against the reference. */
+void check(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot) {
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g), wd = test::w_dims(g);
+  auto w = test::random_eighths(test::count({wd.begin(), wd.end()}), 11);
+  auto dy = test::random_eighths(test::count({yd.begin(), yd.end()}), 12);
+  const DType bf = DType::kBFloat16;
+  auto wb = test::encode(w, bf), yb = test::encode(dy, bf);
+  std::vector<uint8_t> fz(test::count(shape_fz3d(wd, c.groups)) * 2), y6(test::count(shape_6hd(yd)) * 2);
+  oidhw_to_fz3d(wb.data(), fz.data(), wd, c.groups, 2);
+  ncdhw_to_6hd(yb.data(), y6.data(), yd, 2);
+  const ParaDict para = test::para_for(c, true);  // res_dtype float32
+  const Problem p = make_backprop_input_problem(shape_fz3d(wd, c.groups), bf, shape_6hd(yd), bf,
+                                                {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                                {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para);
+  lower::Lowered l = lower::lower(p, lower::select(p, {"dx_tiled", variant}, 2, t), 2, t);
+  ASSERT_EQ(l.variant, variant);
+  const std::string s = assembly(l, t, c.name);
+  EXPECT_EQ(s.find("vdpbf16ps") != std::string::npos, want_dot) << c.name << " " << t.to_string();
+
+  auto dims = [](const std::vector<int64_t>& shape) {  // outermost first -> Halide's order
+    return std::vector<int>(shape.rbegin(), shape.rend());
+  };
+  Halide::Buffer<uint16_t> bw(reinterpret_cast<uint16_t*>(fz.data()), dims(p.input_shapes()[0]));
+  Halide::Buffer<uint16_t> by(reinterpret_cast<uint16_t*>(y6.data()), dims(p.input_shapes()[1]));
+  std::vector<float> out(test::count(p.dx_shape()), -7.0f);
+  Halide::Buffer<float> bo(out.data(), dims(p.x_shape()));
+  Halide::Callable k = l.pipeline.compile_to_callable(l.args, t);
+  ASSERT_EQ(k(bw, by, bo), 0);
+  std::vector<float> dx(test::count({xd.begin(), xd.end()}));
+  ncdhw_from_6hd(out.data(), dx.data(), xd, 4);
+  test::expect_close(std::vector<double>(dx.begin(), dx.end()), test::ref_dx(g, w, dy), 1e-6);
+}
+
+class Bf16PairsTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(Bf16PairsTest, PortableLoweringMatchesReference) {
+  const Halide::Target t = without_bf16_dot(lower::host_target());
+  ASSERT_FALSE(sched::has_bf16_dot(t));
+  check(kCases[GetParam()], t, "qt=4,ct=1,pair=2", false);
+}
+
+TEST_P(Bf16PairsTest, NativeDotProductsMatchReference) {
+  const Halide::Target t = lower::host_target();
+  if (!sched::has_bf16_dot(t))
+    GTEST_SKIP() << "the host has no AVX512_BF16 (Halide target " << t.to_string()
+                 << " lacks avx512_zen4 / avx512_sapphirerapids): the portable test covers the algorithm";
+  check(kCases[GetParam()], t, "qt=4,ct=1,pair=2", true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Bf16PairsTest, ::testing::Range(0, 4),
+                         [](const ::testing::TestParamInfo<int>& i) { return kCases[i.param].name; });
+
+TEST(Bf16Pairs, AutoPicksPairsOnlyWhereTheTargetHasThem) {
+  const Case& c = kCases[0];
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 yd = test::y_dims(g), wd = test::w_dims(g);
+  for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
+    const Problem p = make_backprop_input_problem(shape_fz3d(wd, 1), dt, shape_6hd(yd), dt,
+                                                  {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                                  {c.n, c.in[0], c.in[1], c.in[2], c.cin},
+                                                  test::para_for(c, true));
+    for (const Halide::Target& t : {lower::host_target(), without_bf16_dot(lower::host_target())}) {
+      const auto d = lower::select(p, {"dx_tiled", ""}, 2, t);
+      const lower::Lowered l = lower::lower(p, d, 2, t);
+      const bool pairs = l.schedule_detail.find("bf16 pair dot products") != std::string::npos;
+      EXPECT_EQ(pairs, dt == DType::kBFloat16 && sched::has_bf16_dot(t)) << l.schedule_detail;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tbex
