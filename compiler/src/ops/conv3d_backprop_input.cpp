@@ -191,15 +191,16 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     Expr dv = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
                    clamp(d, 0, Do - 1), b);
     a.dysp(e, n2, w, h, d, b, g) = as_bf16(select(inside, dv, cast<uint16_t>(0)));
-    a.rp = RDom(0, 2, 0, cout_g / 2, 0, Kw, 0, Kh, 0, Kd, "rp");
-    RVar pe = a.rp[0], pn = a.rp[1], pkw = a.rp[2], pkh = a.rp[3], pkd = a.rp[4];
-    if (a.strided) a.rp.where(taps_of_phase(pkw, pkh, pkd));
-    Expr pow_ = qw + (pw - pkw * dw) / sw, poh = qh + (ph - pkh * dh) / sh,
-         pod = qd + (pd - pkd * dd) / sd;
+    a.rp = RDom({{0, 2}, {0, cout_g / 2}, {0, phase_tap_extent(Kw, sw, dw)},
+                 {0, phase_tap_extent(Kh, sh, dh)}, {0, phase_tap_extent(Kd, sd, dd)}}, "rp");
+    RVar pe = a.rp[0], pn = a.rp[1];
+    const Taps tp = taps_of(a.rp[2], a.rp[3], a.rp[4]);
+    if (a.strided) a.rp.where(tp.w.valid && tp.h.valid && tp.d.valid);
+    const auto [pow_, poh, pod] = dy_pos(tp);
     a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
         cast<float>(a.dysp(pe, pn, pow_, poh, pod, b, gi)) *
-        cast<float>(a.wzp(pe, c0, c1g_i, pn, pkw, pkh, pkd, gi));
+        cast<float>(a.wzp(pe, c0, c1g_i, pn, tp.w.tap, tp.h.tap, tp.d.tap, gi));
     a.outp = Func("out");
     tail(a.accp, a.dxpp, a.outp);
   }

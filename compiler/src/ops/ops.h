@@ -89,7 +89,7 @@ struct DxAlgorithm {
   Halide::Func accp{"accp"};  ///< same dims as acc
   Halide::Func dxpp{"dxpp"};  ///< dxp reading accp
   Halide::Func outp;          ///< out reading dxpp (named "out" too)
-  Halide::RDom rp;            ///< (e, n2, kw, kh, kd), predicated like r
+  Halide::RDom rp;            ///< (e, n2, jw, jh, jd), the taps of the phase like r
   Halide::Var e{"e"}, n2{"n2"};
   void use_pairs() { dxp = dxpp, out = outp; }
 };
