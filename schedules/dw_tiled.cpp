@@ -27,34 +27,62 @@ struct DwTiles {
   int parts = 1;  ///< reduction split into this many partial sums (dw_parts; not the threads)
   bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows)
   bool prefetch_x = false;  ///< prefetch the next chunk's x rows while this chunk computes
+  int pair = 1;  ///< 2: bf16 inputs as dot products of row pairs (the pair form; ch counts pairs)
   int64_t tiles = 1;
 };
 
 const TileSpace& space() {
-  static const TileSpace s("dw_tiled", {"nt", "kwt", "ch", "parts"}, "TBEX_DW_TILE", 3);
+  static const TileSpace s("dw_tiled", {"nt", "kwt", "ch", "parts", "pair"}, "TBEX_DW_TILE", 3);
   return s;
 }
 
 /** The tiles for `p`: the schedule's own choice, then TBEX_DW_TILE (only when no variant is
  * given), then the fields `variant` sets. */
+/** Many x bytes per FMA (few channels, strides): staging x from memory dominates. */
+bool staging_bound(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  const double x_bytes = 4.0 * g.n * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
+  return x_bytes / (g.flops() / 32) >= 0.5;
+}
+
+/** The pair form (DwAlgorithm::pairs) is offered for bf16 inputs whose x rows are staged, unless
+ * staging dominates: it stages every x row twice (as a pair's first and second row), which made
+ * the seed dW 1.5x slower. */
+bool pairs_apply(const Problem& p) {
+  return p.in_dtype == DType::kBFloat16 && stage_x_rows(p) && !staging_bound(p);
+}
+
+/** Reduction rows the chunks split: output rows, or row pairs in the pair form. */
+int64_t rows_of(const Problem& p, int pair) { return pair == 2 ? (p.geo.out[1] + 1) / 2 : p.geo.out[1]; }
+
 DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   DwTiles t;
+  {
+    const VariantFields asked = space().parse(ctx.variant);
+    t.pair = asked.count("pair") ? asked.at("pair")
+                                 : pairs_apply(p) && has_bf16_dot(ctx.target) ? 2 : 1;
+    space().require(t.pair == 1 || (t.pair == 2 && pairs_apply(p)), ctx.variant,
+                    "pair must be 1, or 2 for bf16 inputs whose x rows are staged and whose "
+                    "staging does not dominate");
+  }
+  const int64_t rows = rows_of(p, t.pair);
   t.kwt = largest_divisor_upto(g.kernel[2], 3);
   // 12-16 zmm accumulators run best (more spill): 4n x 3kw, 8n x 2kw or 16n x 1kw.
   t.nt = t.kwt == 3 ? 4 : t.kwt == 2 ? 8 : 16;
   // ~512 reduction points per chunk amortize loading/storing the tile, and a chunk's x/dy rows
   // fit in L2.
-  t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / g.out[2]));
+  t.ch = largest_divisor_upto(rows, std::max<int64_t>(1, 512 / g.out[2] / t.pair));
   const VariantFields f = space().resolve(ctx.variant, {{"nt", &t.nt}, {"kwt", &t.kwt}, {"ch", &t.ch}});
   t.stage_x = stage_x_rows(p);
   // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.
   space().require(p.group.cout_g % (f.count("nt") ? t.nt : 1) == 0 &&
                       g.kernel[2] % (f.count("kwt") ? t.kwt : 1) == 0 &&
-                      g.out[1] % (f.count("ch") ? t.ch : 1) == 0,
+                      rows % (f.count("ch") ? t.ch : 1) == 0,
                   ctx.variant,
                   "nt must divide cout_g (" + std::to_string(p.group.cout_g) + "), kwt Kw (" +
-                      std::to_string(g.kernel[2]) + ") and ch Ho (" + std::to_string(g.out[1]) + ")");
+                      std::to_string(g.kernel[2]) + ") and ch the rows (" + std::to_string(rows) +
+                      (t.pair == 2 ? " row pairs" : "") + ")");
   t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
             g.kernel[0] * p.group.real_g;
   // Staging streams x from memory chunk by chunk; where that dominates (many x bytes per FMA:
@@ -62,9 +90,8 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   // both chunks fit in L2 side by side (larger chunks got slower).
   {
     const int64_t chunk_bytes =
-        x_rows_of(p, t.ch) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
-    const double x_bytes = 4.0 * g.n * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
-    t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && x_bytes / (g.flops() / 32) >= 0.5;
+        x_rows_of(p, t.ch * t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
+    t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && staging_bound(p);
     // Few tiles balance badly over threads, and staging-bound problems stage every chunk once
     // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
     if (t.tiles < 8 || t.prefetch_x) t.parts = dw_parts(p, kDwSplitParts);
@@ -73,8 +100,10 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   return t;
 }
 
-std::string key_of(const DwTiles& t) {
-  return space().key({{"nt", t.nt}, {"kwt", t.kwt}, {"ch", t.ch}, {"parts", t.parts}});
+std::string key_of(const Problem& p, const DwTiles& t) {
+  VariantFields f{{"nt", t.nt}, {"kwt", t.kwt}, {"ch", t.ch}, {"parts", t.parts}};
+  if (pairs_apply(p)) f["pair"] = t.pair;
+  return space().key(f);
 }
 
 /** "" (the own choice) first, then register tiles of at most 16 accumulators (nt x kwt) and
@@ -95,7 +124,7 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   }
   for (int64_t ch : {(int64_t)d.ch * 2, (int64_t)d.ch / 2}) {
     DwTiles t = d;
-    t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, ch));
+    t.ch = largest_divisor_upto(rows_of(p, d.pair), std::max<int64_t>(1, ch));
     list.push_back(t);
   }
   if (const int split = dw_parts(p, kDwSplitParts); split > 1) {
@@ -103,8 +132,13 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     t.parts = d.parts > 1 ? 1 : split;
     list.push_back(t);
   }
+  if (pairs_apply(p)) {  // the other form, with its own chunk
+    Context other = own;
+    other.variant = "pair=" + std::to_string(3 - d.pair);
+    list.push_back(choose_tiles(p, other));
+  }
   std::vector<std::string> keys;
-  for (const DwTiles& t : list) keys.push_back(key_of(t));
+  for (const DwTiles& t : list) keys.push_back(key_of(p, t));
   return TileSpace::candidates(keys, 8);
 }
 
@@ -118,29 +152,32 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   n.tile = {double(t.nt * t.kwt), double(t.kwt + t.nt), t.nt * t.kwt, t.kwt + 1, 0};
   const int64_t tiles = ceil_div(gd.cout_g, t.nt) * ceil_div(g.kernel[2], t.kwt) * g.kernel[1] *
                         gd.cin1_g * g.kernel[0] * gd.real_g;
+  // A pair step is one dot-product instruction per accumulator for two output rows.
   n.steps_per_visit = double(t.ch * g.out[2]);
-  n.visits = double(tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
+  n.visits = double(tiles) * g.n * g.out[0] * (rows_of(p, t.pair) / t.ch);
   // A visit streams ch rows of x (one block, kw taps overlapping) and ch rows of dy (a line a
   // position holds the tile's nt channels).
   const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * 64;
   const double dy_row = double(g.out[2]) * 64;
-  n.visit_bytes = t.ch * (x_row + dy_row);
+  n.visit_bytes = t.ch * t.pair * (x_row + dy_row);
   n.visit_footprint = (int64_t)n.visit_bytes;
   // A chunk's staged x (all blocks, every kd and kh) and dy rows (every output channel).
-  const int64_t x_rows = x_rows_of(p, t.ch), w_pad = padded_w(p);
+  const int64_t x_rows = x_rows_of(p, t.ch * t.pair), w_pad = padded_w(p);
   n.chunk_footprint = x_rows * w_pad * 64 * gd.cin1_g * gd.real_g * g.kernel[0] +
-                      t.ch * g.out[2] * 64 * g.cout1();
+                      t.ch * t.pair * g.out[2] * 64 * g.cout1();
   n.units = t.parts > 1 ? t.parts : tiles;
   // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
   // output stage, and adding the partial sums. Unsplit, every tile group (thread) stages every
   // chunk for its own tiles: the staging does not shrink with threads.
   const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
-  const double restage = double(g.kernel[0]) / g.stride[0] * x_rows / (t.ch * g.stride[1]);
+  // The pair form stages each x row twice (as a pair's first and second row), in bf16.
+  const double restage = double(g.kernel[0]) / g.stride[0] * x_rows / (t.ch * t.pair * g.stride[1]) * t.pair;
+  const double staged = t.pair == 2 ? 2 : 4;
   const double stagers = t.parts > 1 ? 1.0 : double(std::min<int64_t>(ctx.threads, tiles));
-  n.pass_bytes = stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + 4) : 0) +
-                            (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + 4) : 0)) +
+  n.pass_bytes = stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + staged) : 0) +
+                            (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + staged) : 0)) +
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
-  n.lane_use = lane_use_of(g.flops(), n);
+  n.lane_use = lane_use_of(g.flops() / t.pair, n);
   return evaluate(n, Machine::of(ctx.target));
 }
 
@@ -151,13 +188,16 @@ class DwTiled final : public DwSchedule {
   std::string describe(const Problem& p, const Context& ctx) const override {
     const DwTiles t = choose_tiles(p, ctx);
     std::ostringstream s;
-    s << "[" << key_of(t) << "] register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, "
-      << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch
-      << " rows x " << p.geo.out[2] << " cols, "
+    s << "[" << key_of(p, t) << "] register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, "
+      << (t.pair == 2 ? "bf16 pair dot products over row pairs, " : "") << t.tiles
+      << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch
+      << (t.pair == 2 ? " row pairs" : " rows") << " x " << p.geo.out[2] << " cols, "
       << (t.stage_x ? "" : "x read in place (sparse rows), ")
       << (t.prefetch_x ? "next chunk of x prefetched, " : "")
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
-      << (p.in_dtype == DType::kFloat32 ? "dy read in place" : "dy staged to fp32");
+      << (p.in_dtype == DType::kFloat32 ? "dy read in place"
+          : t.pair == 2                 ? "dy staged as bf16 row pairs"
+                                        : "dy staged to fp32");
     return s.str();
   }
   std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
@@ -169,6 +209,7 @@ class DwTiled final : public DwSchedule {
 
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
     const DwTiles t = choose_tiles(p, ctx);
+    if (t.pair == 2) a.use_pairs();
     const Var c0 = a.c0, n = a.n, kw = a.kw;
     DwReduction red = split_dw_reduction(a.acc, a.r, p, t.parts, t.ch);
     if (t.parts > 1) {
@@ -188,13 +229,27 @@ class DwTiled final : public DwSchedule {
     // Staging per reduction chunk: the padded fp32 rows of x (and dy, for 16-bit inputs) one
     // chunk needs are built in cache right before every tile of the thread consumes them, so
     // conversion and padding stay out of the hot loop without a pass over memory.
-    if (t.stage_x) {
+    if (t.pair == 2) {  // (e, c0): one 64-byte row of 16 bf16 pairs
+      a.xs.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(c0);
+      if (t.prefetch_x) s.prefetch(a.x, red.chunk, red.chunk, 1, PrefetchBoundStrategy::NonFaulting);
+    } else if (t.stage_x) {
       a.xs.compute_at(red.body, red.chunk).vectorize(c0);
       if (t.prefetch_x) s.prefetch(a.x, red.chunk, red.chunk, 1, PrefetchBoundStrategy::NonFaulting);
     }
-    if (p.in_dtype != DType::kFloat32) a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
+    if (t.pair == 2) a.dys.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(n, 8);
+    else if (p.in_dtype != DType::kFloat32) a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(kw);
-    red.intm.update().reorder(c0, n, kw, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(kw);
+    if (t.pair == 2) {
+      red.intm.update()
+          .reorder(a.r[4], c0, n, kw, a.r[0], red.rows)
+          .atomic()
+          .vectorize(a.r[4])
+          .vectorize(c0)
+          .unroll(n)
+          .unroll(kw);
+    } else {
+      red.intm.update().reorder(c0, n, kw, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(kw);
+    }
 
     stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});
   }

@@ -1,4 +1,5 @@
-// dX of bf16 inputs as dot products of bf16 pairs (dx_tiled pair=2): compiled for the host (with
+// dW and dX of bf16 inputs as dot products of bf16 pairs (dw_tiled / dx_tiled pair=2): dX pairs
+// output channels, dW output rows. Each is compiled for the host (with
 // VDPBF16PS in its inner loop where the host has AVX512_BF16, skipped with the reason elsewhere)
 // and for the same host without the feature (Halide's portable lowering of the same algorithm),
 // both against the float64 reference. Inputs are multiples of 1/8: every product and partial sum
@@ -98,7 +99,94 @@ TEST_P(Bf16PairsTest, NativeDotProductsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, Bf16PairsTest, ::testing::Range(0, 4),
                          [](const ::testing::TestParamInfo<int>& i) { return kCases[i.param].name; });
 
+// dW pairs output rows (an odd Ho pairs its last row with zeros); x rows are staged per chunk,
+// which the pair form does twice, so it is offered only where staging does not dominate
+// (channels enough): these cases.
+const Case kDwCases[] = {
+    {"wide_odd_rows", 1, 64, 64, 1, {4, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"wide_strided", 2, 48, 64, 1, {5, 7, 6}, {3, 3, 2}, {2, 2, 1}, {1, 1, 1}, {1, 0, 1, 1, 0, 1}},
+    {"wide_grouped", 1, 64, 64, 2, {4, 6, 5}, {2, 3, 3}, {1, 1, 1}, {1, 2, 1}, {0, 1, 2, 2, 1, 1}},
+};
+
+Problem dw_problem(const Case& c, DType dt) {
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
+  return make_backprop_filter_problem(shape_6hd(xd), dt, shape_6hd(yd), dt,
+                                      {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
+                                      test::para_for(c, false));
+}
+
+void check_dw(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot) {
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g), wd = test::w_dims(g);
+  auto x = test::random_eighths(test::count({xd.begin(), xd.end()}), 21);
+  auto dy = test::random_eighths(test::count({yd.begin(), yd.end()}), 22);
+  const DType bf = DType::kBFloat16;
+  auto xb = test::encode(x, bf), yb = test::encode(dy, bf);
+  std::vector<uint8_t> x6(test::count(shape_6hd(xd)) * 2), y6(test::count(shape_6hd(yd)) * 2);
+  ncdhw_to_6hd(xb.data(), x6.data(), xd, 2);
+  ncdhw_to_6hd(yb.data(), y6.data(), yd, 2);
+  const Problem p = dw_problem(c, bf);
+  lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", variant}, 2, t), 2, t);
+  ASSERT_EQ(l.variant, variant);
+  EXPECT_EQ(assembly(l, t, std::string("dw_") + c.name).find("vdpbf16ps") != std::string::npos,
+            want_dot)
+      << c.name << " " << t.to_string();
+  auto dims = [](const std::vector<int64_t>& shape) {
+    return std::vector<int>(shape.rbegin(), shape.rend());
+  };
+  Halide::Buffer<uint16_t> bx(reinterpret_cast<uint16_t*>(x6.data()), dims(p.input_shapes()[0]));
+  Halide::Buffer<uint16_t> by(reinterpret_cast<uint16_t*>(y6.data()), dims(p.input_shapes()[1]));
+  std::vector<float> out(test::count(p.dw_shape()), -7.0f);
+  Halide::Buffer<float> bo(out.data(), dims({p.group.real_g, g.kernel[0], p.group.cin1_g, g.kernel[1],
+                                             g.kernel[2], p.group.cout_g, kC0}));
+  Halide::Callable k = l.pipeline.compile_to_callable(l.args, t);
+  ASSERT_EQ(k(bx, by, bo), 0);
+  std::vector<float> w(test::count({wd.begin(), wd.end()}));
+  oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
+  test::expect_close(std::vector<double>(w.begin(), w.end()), test::ref_dw(g, x, dy), 1e-6);
+}
+
+class Bf16DwPairsTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(Bf16DwPairsTest, PortableLoweringMatchesReference) {
+  check_dw(kDwCases[GetParam()], without_bf16_dot(lower::host_target()), "nt=4,kwt=1,ch=1,parts=1,pair=2",
+           false);
+}
+
+TEST_P(Bf16DwPairsTest, NativeDotProductsMatchReference) {
+  const Halide::Target t = lower::host_target();
+  if (!sched::has_bf16_dot(t))
+    GTEST_SKIP() << "the host has no AVX512_BF16 (Halide target " << t.to_string()
+                 << " lacks avx512_zen4 / avx512_sapphirerapids): the portable test covers the algorithm";
+  check_dw(kDwCases[GetParam()], t, "nt=4,kwt=1,ch=1,parts=1,pair=2", true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwPairsTest, ::testing::Range(0, 3),
+                         [](const ::testing::TestParamInfo<int>& i) { return kDwCases[i.param].name; });
+
+TEST(Bf16Pairs, DwPairsAreNotOfferedWhereStagingDominates) {
+  // The seed's shape scaled down: 16 channels, stride 2 (many x bytes per FMA).
+  const Case c{"seedlike", 4, 16, 16, 1, {4, 12, 12}, {2, 3, 3}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 1, 0, 1}};
+  const Problem p = dw_problem(c, DType::kBFloat16);
+  const Halide::Target t = lower::host_target();
+  const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", ""}, 2, t), 2, t);
+  EXPECT_EQ(l.schedule_detail.find("pair"), std::string::npos) << l.schedule_detail;
+  EXPECT_THROW(lower::lower(p, lower::select(p, {"dw_tiled", "pair=2"}, 2, t), 2, t), UserError);
+}
+
 TEST(Bf16Pairs, AutoPicksPairsOnlyWhereTheTargetHasThem) {
+  for (DType dt : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+    const Problem p = dw_problem(kDwCases[0], dt);
+    for (const Halide::Target& t : {lower::host_target(), without_bf16_dot(lower::host_target())}) {
+      const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", ""}, 2, t), 2, t);
+      const bool pairs = l.schedule_detail.find("bf16 pair dot products") != std::string::npos;
+      EXPECT_EQ(pairs, dt == DType::kBFloat16 && sched::has_bf16_dot(t)) << l.schedule_detail;
+    }
+  }
+}
+
+TEST(Bf16Pairs, DxAutoPicksPairsOnlyWhereTheTargetHasThem) {
   const Case& c = kCases[0];
   const ConvGeometry g = test::geometry(c);
   const Dims5 yd = test::y_dims(g), wd = test::w_dims(g);

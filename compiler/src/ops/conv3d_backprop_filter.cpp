@@ -1,5 +1,6 @@
 /** dW = conv3d_backprop_filter (docs/data_flow.md; layouts in docs/layouts.md). */
 #include <algorithm>
+#include <utility>
 
 #include "ops/define.h"
 #include "tbex/errors.h"
@@ -25,12 +26,17 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   auto [c0, n, kw, kh, c1g, kd, g, w, h, d, b] =
       std::tie(a.c0, a.n, a.kw, a.kh, a.c1g, a.kd, a.g, a.w, a.h, a.d, a.b);
 
-  // x in the padded frame: coordinates shifted by the front/top/left pads, 0 outside the volume.
-  {
+  // x in the padded frame: coordinates shifted by the front/top/left pads, 0 outside the volume
+  // (as stored: the value and whether it is inside).
+  auto x_padded = [&](Expr w, Expr h) {
     Expr wi = w - pl, hi = h - pt, di = d - pf;
     Expr inside = wi >= 0 && wi < W && hi >= 0 && hi < H && di >= 0 && di < D;
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
-    Expr v = a.x(c0, clamp(wi, 0, W - 1), clamp(hi, 0, H - 1), c1, clamp(di, 0, D - 1), b);
+    return std::make_pair(inside,
+                          a.x(c0, clamp(wi, 0, W - 1), clamp(hi, 0, H - 1), c1, clamp(di, 0, D - 1), b));
+  };
+  {
+    const auto [inside, v] = x_padded(w, h);
     a.xs(c0, w, h, c1g, d, b, g) = select(inside, to_f32(v), 0.0f);
   }
   // dy with the output channel of real group g innermost (broadcast operand of the GEMM).
@@ -82,6 +88,36 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     a.outd(c0, n, kw, kh, c1g, kd, g) =
         select(valid, a.accd(c0, n % M, kw, kh, kd, g), 0.0f);
     constrain_shape(a.outd.output_buffer(),
+                    {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+  }
+
+  // Pair form (bf16 inputs): output rows two at a time, both operands bf16 bits read as bf16, so
+  // (e, c0) vectorized is a dot product of bf16 pairs per fp32 lane. Each product is exact in
+  // fp32 and the sums are fp32, as in acc; only the order differs (row pairs first). An odd Ho
+  // pairs its last row with a zero dy row.
+  a.pairs = p.in_dtype == DType::kBFloat16;
+  if (a.pairs) {
+    Var e = a.e;
+    const int Ho = (int)geo.out[1], Ho2 = (Ho + 1) / 2;
+    {
+      const auto [inside, v] = x_padded(w, h + e * sh);
+      a.xsp(e, c0, w, h, c1g, d, b, g) = as_bf16(select(inside, v, cast<uint16_t>(0)));
+    }
+    {
+      Expr oc = g * cout_g + n, ho = 2 * h + e;
+      Expr v = a.dy(oc % C0, w, min(ho, Ho - 1), min(oc / C0, Co1 - 1), d, b);
+      a.dysp(e, n, w, h, d, b, g) = as_bf16(select(ho < Ho, v, cast<uint16_t>(0)));
+    }
+    a.rp = RDom({{0, (int)geo.out[2]}, {0, Ho2}, {0, (int)geo.out[0]}, {0, (int)geo.n}, {0, 2}}, "rp");
+    RVar pwo = a.rp[0], pho = a.rp[1], pdo = a.rp[2], pb = a.rp[3], pe = a.rp[4];
+    a.accp(c0, n, kw, kh, c1g, kd, g) = 0.0f;
+    a.accp(c0, n, kw, kh, c1g, kd, g) +=
+        cast<float>(a.dysp(pe, n, pwo, pho, pdo, pb, g)) *
+        cast<float>(a.xsp(pe, c0, pwo * sw + kw * dw, pho * (2 * sh) + kh * dh, c1g,
+                          pdo * sd + kd * dd, pb, g));
+    a.outp = Func("out");
+    a.outp(c0, n, kw, kh, c1g, kd, g) = select(valid, a.accp(ac0, n, kw, kh, c1g, kd, g), 0.0f);
+    constrain_shape(a.outp.output_buffer(),
                     {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
   }
   return a;

@@ -39,6 +39,20 @@ struct DwAlgorithm {
   Halide::Func outd;             ///< out's definition reading accd (named "out" too)
   Halide::Var m{"m"};
   void use_diag() { out = outd; }
+
+  /** Pair form, defined when `pairs` (bf16 inputs): the same sums as acc with the output rows
+   * taken two at a time, ho = 2*ho2 + e with e innermost and both operands kept bf16, so a
+   * schedule vectorizing (e, c0) gets one dot product of bf16 pairs per fp32 lane (VDPBF16PS
+   * where the target has it; docs/validation.md). use_pairs() swaps it in for xs, dys, acc, r
+   * and out: the schedules see the same loop structure, r[1] counting row pairs, r[4] = e. */
+  bool pairs = false;
+  Halide::Func xsp{"xsp"};    ///< (e, c0, wp, hp, c1g, dp, b, g) bf16 xs at rows hp and hp + sh
+  Halide::Func dysp{"dysp"};  ///< (e, n, wo, ho2, do, b, g) bf16 dy of row 2*ho2 + e (0 past Ho)
+  Halide::Func accp{"accp"};  ///< acc's dims, sum over rp
+  Halide::Func outp;          ///< out reading accp (named "out" too)
+  Halide::RDom rp;            ///< (wo, ho2, do, b, e)
+  Halide::Var e{"e"};
+  void use_pairs() { xs = xsp, dys = dysp, acc = accp, r = rp, out = outp; }
 };
 
 struct DxAlgorithm {
