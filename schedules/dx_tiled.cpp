@@ -3,6 +3,8 @@
  * schedules/gemm_tile.h, QT positions x CT channel blocks. With strides the tile lives in the
  * phase frame (all QT positions share one phase, so one tap set), computed per output depth
  * slice and scattered back to 6HD while it is in L2. */
+#include <algorithm>
+
 #include "schedules/gemm_tile.h"
 #include "schedules/loops.h"
 #include "schedules/registry.h"
@@ -40,7 +42,9 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // Per step (one output channel of one tap): ct weight vectors, qt dy broadcasts per real
   // group the tile's ct blocks span (each group reduces over its own dy channels).
   const int spanned = gd.cin1_g >= t.ct ? 1 : (int)ceil_div(t.ct, gd.cin1_g);
-  n.tile = {double(t.qt * t.ct), double(t.qt * spanned + t.ct), t.qt * t.ct, t.ct + spanned, 0};
+  // Pair tiles keep every position's broadcast live (gemm_tile.cpp, max_qt).
+  n.tile = {double(t.qt * t.ct), double(t.qt * spanned + t.ct), t.qt * t.ct,
+            t.pair == 2 ? t.qt + std::min(t.ct, 2) : t.ct + spanned, 0};
   // Each phase's positions run the taps of that phase only (the RDom predicate).
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
                       double(g.stride[0] * g.stride[1] * g.stride[2]);

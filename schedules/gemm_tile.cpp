@@ -8,9 +8,13 @@
 namespace tbex::sched {
 namespace {
 
-/** The most accumulators a tile keeps: fp32 FMA tiles spill the register file at 24 (Halide keeps
- * the broadcasts live); bf16 pair tiles broadcast one 32-bit pair and keep 24 without a spill. */
-int accumulators(int pair) { return pair == 2 ? 24 : 16; }
+/** The widest tile (positions) of ct channel blocks that runs without spills. fp32 FMA tiles:
+ * at most 16 accumulators (24 spilled). bf16 pair tiles: Halide keeps every position's broadcast
+ * pair live beside the accumulators and up to two weight rows, so qt * (ct + 1) + min(ct, 2)
+ * must fit the 32 registers (6 x 4 compiles without a spill; 11 x 2 spilled and ran 2.4x slower). */
+int64_t max_qt(int pair, int ct) {
+  return pair == 2 ? (32 - std::min(ct, 2)) / (ct + 1) : std::max(1, 16 / ct);
+}
 
 TileSpace space_of(const GemmShape& s) {
   return TileSpace(s.schedule, {"qt", "ct", "pair"}, s.knob, 2);
@@ -27,7 +31,7 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
                 "pair must be 1, or 2 for bf16 inputs with an even number of output channels "
                 "per group");
   t.ct = largest_divisor_upto(s.blocks, 4);
-  const int64_t qmax = std::max(1, accumulators(t.pair) / t.ct);
+  const int64_t qmax = max_qt(t.pair, t.ct);
   // Covering: fewest tiles along the row, then the narrowest that still covers it in that many
   // (a row of 17 is 3 tiles of 6, not 2 of 8 and a shifted third recomputing 7 positions).
   t.qt = s.cover_row ? (int)ceil_div(s.row, ceil_div(s.row, qmax))
@@ -57,7 +61,7 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
   if (s.pairs) forms.push_back(3 - forms[0]);
   for (int pair : forms)
     for (int ct : cts) {
-      const int64_t qmax = std::min<int64_t>(accumulators(pair) / ct, ext);
+      const int64_t qmax = std::min<int64_t>(max_qt(pair, ct), ext);
       for (int64_t qt : {qmax, std::min<int64_t>(12 / ct, ext), std::min<int64_t>(8 / ct, ext),
                          ceil_div(ext, ceil_div(ext, qmax))})
         keys.push_back(gemm_key({(int)std::max<int64_t>(1, qt), ct, pair}, s.pairs));
