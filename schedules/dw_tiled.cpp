@@ -132,7 +132,8 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     t.parts = d.parts > 1 ? 1 : split;
     list.push_back(t);
   }
-  if (pairs_apply(p)) {  // the other form, with its own chunk
+  // The other form, with its own chunk (pairs only where the target computes them natively).
+  if (pairs_apply(p) && (d.pair == 2 || has_bf16_dot(ctx.target))) {
     Context other = own;
     other.variant = "pair=" + std::to_string(3 - d.pair);
     list.push_back(choose_tiles(p, other));

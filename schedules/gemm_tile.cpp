@@ -56,9 +56,10 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
   for (bool in_group : {true, false})
     for (int ct = 4; ct >= 1; --ct)
       if (s.blocks % ct == 0 && (s.group_blocks % ct == 0) == in_group) cts.push_back(ct);
-  // The target's own form first (pairs where it has bf16 dot products), then the other.
-  std::vector<int> forms{s.pairs_default ? 2 : 1};
-  if (s.pairs) forms.push_back(3 - forms[0]);
+  // Pairs first where the target has bf16 dot products, then fp32 FMAs. Elsewhere pair=2 is
+  // Halide's portable lowering (a variant for tests only): never a candidate.
+  std::vector<int> forms{1};
+  if (s.pairs_default) forms.insert(forms.begin(), 2);
   for (int pair : forms)
     for (int ct : cts) {
       const int64_t qmax = std::min<int64_t>(max_qt(pair, ct), ext);

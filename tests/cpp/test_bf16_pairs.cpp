@@ -16,6 +16,7 @@
 #include "lower/pipeline.h"
 #include "reference.h"
 #include "schedules/cost_model.h"
+#include "tbex/aot.h"
 #include "tbex/tbex.h"
 #include "test_util.h"
 
@@ -202,6 +203,42 @@ TEST(Bf16Pairs, DxAutoPicksPairsOnlyWhereTheTargetHasThem) {
       EXPECT_EQ(pairs, dt == DType::kBFloat16 && sched::has_bf16_dot(t)) << l.schedule_detail;
     }
   }
+}
+
+}  // namespace
+}  // namespace tbex
+
+namespace tbex {
+namespace {
+
+// C++ source has no bf16 dot products (Halide's C backend has no bf16 type): the AOT decision
+// for it takes the fp32 FMA form, and an explicit pair=2 is refused with the parameter named.
+TEST(Bf16Pairs, CppSourceUsesFmaFormAndRefusesPairs) {
+  const Case& c = kCases[0];
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 yd = test::y_dims(g), wd = test::w_dims(g);
+  const Problem p = make_backprop_input_problem(shape_fz3d(wd, 1), DType::kBFloat16, shape_6hd(yd),
+                                                DType::kBFloat16, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                                {c.n, c.in[0], c.in[1], c.in[2], c.cin},
+                                                test::para_for(c, true));
+  const auto dir = std::filesystem::temp_directory_path() / ("tbex_bf16_cpp_" + std::to_string(::getpid()));
+  AotOptions o;
+  o.name = "k";
+  o.out_dir = dir.string();
+  o.emit = {"cpp"};
+  o.schedule = "dx_tiled";
+  emit_aot(p, o);
+  std::stringstream manifest;
+  manifest << std::ifstream(dir / "k.manifest.json").rdbuf();
+  EXPECT_NE(manifest.str().find("pair=1"), std::string::npos) << manifest.str();
+  o.variant = "qt=4,ct=1,pair=2";
+  try {
+    emit_aot(p, o);
+    ADD_FAILURE() << "pair=2 emitted as C++ source";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.param(), "variant");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -165,7 +165,7 @@ TEST_P(CppSourceTest, BuildsWarningFreeAndMatchesReference) {
   const Case& c = kCases[GetParam()];
   const ConvGeometry g = geometry(c);
   const Problem p = problem(c);
-  const Halide::Target t = lower::host_target();
+  const Halide::Target t = codegen::cpp_source_target(lower::host_target());
   const lower::Lowered l = lower::lower(p, lower::select(p, {c.schedule, ""}, 2, t), 2, t);
   const std::string name = std::string("tbex_") + c.name;
   const auto files = codegen::emit_cpp_source(l, name, lower::host_target(), work_dir().string());

@@ -140,9 +140,15 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
   try {
     // The same decision the JIT takes for this request, threads and target (tuning database
     // entries included), so an AOT kernel is the kernel a JIT compile would have run.
+    // With C++ source among the outputs, one decision serves it and the objects: the form
+    // Halide's C backend can express (cpp_source_target).
+    const Halide::Target ts = wants(o, "cpp") ? codegen::cpp_source_target(t) : t;
     const lower::Decision d =
-        lower::select(problem, CompileOptions{o.schedule, o.variant}, info.threads, t);
-    lower::Lowered l = lower::lower(problem, d, info.threads, t);
+        lower::select(problem, CompileOptions{o.schedule, o.variant}, info.threads, ts);
+    lower::Lowered l = lower::lower(problem, d, info.threads, ts);
+    user_check(!wants(o, "cpp") || l.variant.find("pair=2") == std::string::npos, "", "variant",
+               "variant '" + l.variant + "' (bf16 dot products) cannot be emitted as C++ source: "
+               "Halide's C backend has no bf16 type; use pair=1");
     info.schedule = l.schedule;
     info.variant = l.variant;
     info.selected_by = d.source;

@@ -197,6 +197,11 @@ std::string fix_float16(std::string src, const std::string& name) {
 
 }  // namespace
 
+Halide::Target cpp_source_target(const Halide::Target& t) {
+  return t.without_feature(Halide::Target::AVX512_Zen4)
+      .without_feature(Halide::Target::AVX512_SapphireRapids);
+}
+
 std::vector<std::string> emit_cpp_source(const lower::Lowered& l, const std::string& name,
                                          const Halide::Target& target, const std::string& dir,
                                          const std::string& file_stem) {

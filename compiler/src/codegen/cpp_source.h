@@ -12,6 +12,11 @@
 
 namespace tbex::codegen {
 
+/** The target a C++ source kernel's schedule is chosen for: `t` without the bf16 dot-product
+ * features (Halide's C backend has no bf16 type or dot product), so bf16 inputs get the fp32 FMA
+ * form (pair=1), the same arithmetic contract (docs/arithmetic.md). */
+Halide::Target cpp_source_target(const Halide::Target& t);
+
 /** Writes DIR/STEM.cpp and DIR/NAME.h (Halide's declarations) for `l` compiled for `target` and
  * returns their paths (source first); STEM is `file_stem`, or NAME when empty. The kernel is
  * `extern "C" int NAME(halide_buffer_t*...)` with the arguments of l.args followed by the
