@@ -153,13 +153,8 @@ class DwPointwise final : public DwSchedule {
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
     const PwTiles t = choose_tiles(p, ctx);
     const Var c0 = a.c0, n = a.n, c1g = a.c1g;
-    DwReduction red = split_dw_reduction(a.acc, a.r, p, t.parts, t.ch);
-    if (t.parts > 1) {
-      a.acc.compute_root().vectorize(c0);
-      a.acc.update().vectorize(c0);
-    }
+    DwReduction red = tiled_dw_reduction(a, p, t.parts, t.ch);
     Var no("no"), ni("ni"), co("co"), ci("ci");
-    red.body.compute_root().vectorize(c0);
     Stage s = red.body.update();
     s.split(n, no, ni, t.nt)
         .split(c1g, co, ci, t.ct)

@@ -214,13 +214,8 @@ class DwTiled final : public DwSchedule {
     const DwTiles t = choose_tiles(p, ctx);
     if (t.pair == 2) a.use_pairs();
     const Var c0 = a.c0, n = a.n, kw = a.kw;
-    DwReduction red = split_dw_reduction(a.acc, a.r, p, t.parts, t.ch);
-    if (t.parts > 1) {
-      a.acc.compute_root().vectorize(c0);
-      a.acc.update().vectorize(c0);
-    }
+    DwReduction red = tiled_dw_reduction(a, p, t.parts, t.ch);
     Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi");
-    red.body.compute_root().vectorize(c0);
     Stage s = red.body.update();
     s.split(n, no, ni, t.nt)
         .split(kw, kwo, kwi, t.kwt)

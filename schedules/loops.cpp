@@ -81,6 +81,17 @@ DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int pa
   return red;
 }
 
+DwReduction tiled_dw_reduction(const ops::DwAlgorithm& a, const Problem& p, int parts, int ch) {
+  DwReduction red = split_dw_reduction(a.acc, a.r, p, parts, ch);
+  if (parts > 1) {
+    Func acc = a.acc;
+    acc.compute_root().vectorize(a.c0);
+    acc.update().vectorize(a.c0);
+  }
+  red.body.compute_root().vectorize(a.c0);
+  return red;
+}
+
 Var spread_tiles(Stage s, const std::vector<VarOrRVar>& dims, int64_t tiles, int threads,
                  const DwReduction& red, int parts, std::vector<VarOrRVar> inner,
                  const std::vector<VarOrRVar>& after) {

@@ -55,6 +55,10 @@ int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::str
 DwReduction split_dw_reduction(Halide::Func acc, const Halide::RDom& r, const Problem& p,
                                int parts, int ch);
 
+/** split_dw_reduction of a.acc over a.r, with the roots every tiled dW schedule gives it: the sum
+ * of the partial sums (parts > 1) and the tiles' Func, c0 vectorized. */
+DwReduction tiled_dw_reduction(const ops::DwAlgorithm& a, const Problem& p, int parts, int ch);
+
 /** The fused output tiles of a dW update: `dims` (innermost first) fused into one loop `tile`
  * and split into one group per thread (outermost, tgo: each thread owns whole tiles, so there
  * is no cross-thread reduction); with parts > 1 all tiles run per part and parts are parallel.

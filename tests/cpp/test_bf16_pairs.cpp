@@ -47,6 +47,13 @@ std::string assembly(lower::Lowered l, const Halide::Target& t, const std::strin
   return s.str();
 }
 
+/** Why `t` cannot run the native tests ("" when it can). */
+std::string no_bf16_dot(const Halide::Target& t) {
+  if (sched::has_bf16_dot(t)) return "";
+  return "the host has no AVX512_BF16 (Halide target " + t.to_string() +
+         " lacks avx512_zen4 / avx512_sapphirerapids): the portable test covers the algorithm";
+}
+
 /** Runs dx_tiled with `variant` compiled for `t` and checks it against the reference. */
 void check(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot) {
   const ConvGeometry g = test::geometry(c);
@@ -91,9 +98,7 @@ TEST_P(Bf16PairsTest, PortableLoweringMatchesReference) {
 
 TEST_P(Bf16PairsTest, NativeDotProductsMatchReference) {
   const Halide::Target t = lower::host_target();
-  if (!sched::has_bf16_dot(t))
-    GTEST_SKIP() << "the host has no AVX512_BF16 (Halide target " << t.to_string()
-                 << " lacks avx512_zen4 / avx512_sapphirerapids): the portable test covers the algorithm";
+  if (const std::string why = no_bf16_dot(t); !why.empty()) GTEST_SKIP() << why;
   check(kCases[GetParam()], t, "qt=4,ct=1,pair=2", true);
 }
 
@@ -157,9 +162,7 @@ TEST_P(Bf16DwPairsTest, PortableLoweringMatchesReference) {
 
 TEST_P(Bf16DwPairsTest, NativeDotProductsMatchReference) {
   const Halide::Target t = lower::host_target();
-  if (!sched::has_bf16_dot(t))
-    GTEST_SKIP() << "the host has no AVX512_BF16 (Halide target " << t.to_string()
-                 << " lacks avx512_zen4 / avx512_sapphirerapids): the portable test covers the algorithm";
+  if (const std::string why = no_bf16_dot(t); !why.empty()) GTEST_SKIP() << why;
   check_dw(kDwCases[GetParam()], t, "nt=4,kwt=1,ch=1,parts=1,pair=2", true);
 }
 
