@@ -97,7 +97,7 @@ json::Value to_json(const Calibration& c) {
 
 Calibration calibration_from_json(const json::Value& v, const std::string& path) {
   Calibration c;
-  user_check(json::as_int(json::member(v, "format", path), path) == kFormat, "", path.c_str(),
+  user_check(json::as_int(json::member(v, "format", path), path) == kFormat, code::kValue, path.c_str(),
              path + ": calibration format differs");
   c.cpu_model = json::as_string(json::member(v, "cpu_model", path), path);
   c.isa = json::as_string(json::member(v, "isa", path), path);
@@ -113,7 +113,7 @@ Calibration calibration_from_json(const json::Value& v, const std::string& path)
   }
   c.parallel_for_cycles = json::as_number(json::member(v, "parallel_for_cycles", path), path);
   c.seconds = json::as_number(json::member(v, "seconds", path), path);
-  user_check(c.ghz > 0, "", path.c_str(), path + ": ghz is not positive");
+  user_check(c.ghz > 0, code::kValue, path.c_str(), path + ": ghz is not positive");
   return c;
 }
 

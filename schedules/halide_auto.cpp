@@ -111,7 +111,7 @@ class HalideAuto final : public Schedule<Algorithm> {
   Estimate estimate(const Problem&, const Context&) const override { return unmodeled(); }
   void apply(Algorithm& a, const Problem& p, const Context& ctx) const override {
     const std::string err = load(pl_);
-    if (!err.empty()) throw UserError("", "schedule", name() + ": " + err);
+    if (!err.empty()) throw UserError(code::kValue, "schedule", name() + ": " + err);
     for (Halide::ImageParam& ip : inputs(a, p)) ip.set_estimates(constrained_box(ip));
     a.out.set_estimates(constrained_box(a.out.output_buffer()));
     Halide::AutoschedulerParams params{pl_.name, {{"parallelism", std::to_string(ctx.threads)}}};

@@ -34,13 +34,13 @@ VariantFields TileSpace::parse(const std::string& variant) const {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     user_check(eq != std::string::npos && std::find(keys_.begin(), keys_.end(), key) != keys_.end(),
-               "", "variant",
+               code::kValue, "variant",
                "'" + item + "' in variant '" + variant + "' is not KEY=N for " + schedule_ +
                    " (keys: " + known + ")");
     const int v = positive(item.substr(eq + 1));
-    user_check(v > 0, "", "variant",
+    user_check(v > 0, code::kNotPositive, "variant",
                "'" + item + "' in variant '" + variant + "': the value must be an integer in [1, 4096]");
-    user_check(f.emplace(key, v).second, "", "variant",
+    user_check(f.emplace(key, v).second, code::kValue, "variant",
                "key '" + key + "' repeats in variant '" + variant + "'");
   }
   return f;
@@ -57,12 +57,12 @@ VariantFields TileSpace::override_fields(const std::string& variant) const {
   size_t i = 0;
   while (std::getline(ss, item, ',')) {
     const int v = positive(item);
-    user_check(i < knob_keys_ && v > 0, "", knob_.c_str(),
+    user_check(i < knob_keys_ && v > 0, code::kValue, knob_.c_str(),
                knob_ + "='" + value + "' is not " + names + " for " + schedule_ +
                    " (1 to " + std::to_string(knob_keys_) + " integers in [1, 4096])");
     f[keys_[i++]] = v;
   }
-  user_check(!f.empty(), "", knob_.c_str(), knob_ + " is set but empty: give " + names);
+  user_check(!f.empty(), code::kValue, knob_.c_str(), knob_ + " is set but empty: give " + names);
   return f;
 }
 
@@ -77,8 +77,8 @@ VariantFields TileSpace::resolve(const std::string& variant,
 void TileSpace::require(bool ok, const std::string& variant, const std::string& rule) const {
   if (ok) return;
   if (variant.empty() && !knob_.empty() && knobs::is_set(knob_))
-    throw UserError("", knob_, knob_ + "='" + knobs::get_string(knob_) + "' for " + schedule_ + ": " + rule);
-  throw UserError("", "variant", schedule_ + " variant '" + variant + "': " + rule);
+    throw UserError(code::kValue, knob_, knob_ + "='" + knobs::get_string(knob_) + "' for " + schedule_ + ": " + rule);
+  throw UserError(code::kValue, "variant", schedule_ + " variant '" + variant + "': " + rule);
 }
 
 std::string TileSpace::key(const VariantFields& f) const {

@@ -18,7 +18,8 @@ aclnnStatus set_error(const char* api, aclnnStatus status, const std::string& me
 
 aclnnStatus status_of(const std::exception& e) {
   if (auto* api = dynamic_cast<const ApiError*>(&e)) return api->status();
-  if (dynamic_cast<const UserError*>(&e)) return ACLNN_ERR_PARAM_INVALID;
+  if (auto* user = dynamic_cast<const UserError*>(&e))
+    return user->code() == code::kAclnnNull ? ACLNN_ERR_PARAM_NULLPTR : ACLNN_ERR_PARAM_INVALID;
   return ACLNN_ERR_INNER;  // InternalError, bad_alloc, anything from below tbex
 }
 

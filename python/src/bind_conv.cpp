@@ -43,10 +43,15 @@ void define_conv_backward(pyb::module_& m) {
   pyb::class_<ConvBackwardPlan, std::shared_ptr<ConvBackwardPlan>>(m, "ConvBackwardPlan")
       .def_property_readonly("workspace_bytes", &ConvBackwardPlan::workspace_bytes)
       .def("describe", &ConvBackwardPlan::describe)
+      .def_property_readonly("output_mask",
+                             [](const ConvBackwardPlan& p) {
+                               const auto& m = p.args().output_mask;
+                               return std::vector<bool>{m[0], m[1], m[2]};
+                             })
       .def(
           "output_spec",
           [](const ConvBackwardPlan& p, int i) {
-            user_check(i >= 0 && i < 3, "", "i", "output index must be 0, 1 or 2");
+            user_check(i >= 0 && i < 3, code::kAclnnInvalid, "i", "output index must be 0, 1 or 2");
             const TensorSpec s = p.output_spec(i);
             return pyb::make_tuple(s.shape, dtype_name(s.dtype));
           },
@@ -60,10 +65,17 @@ void define_conv_backward(pyb::module_& m) {
       [](std::vector<int64_t> grad_output_shape, const std::string& grad_output_dtype,
          std::vector<int64_t> input_shape, const std::string& input_dtype,
          std::vector<int64_t> weight_shape, const std::string& weight_dtype,
-         std::optional<std::vector<int64_t>> bias_sizes, std::vector<int64_t> stride,
-         std::vector<int64_t> padding, std::vector<int64_t> dilation, bool transposed,
-         std::vector<int64_t> output_padding, int64_t groups, std::array<bool, 3> output_mask,
-         int cube_math_type) {
+         pyb::object bias_sizes, pyb::object stride, pyb::object padding, pyb::object dilation,
+         pyb::object transposed, pyb::object output_padding, pyb::object groups,
+         pyb::object output_mask, pyb::object cube_math_type) {
+        const ArgCodes c = kFrameworkCodes;
+        // torch's one-value window lists apply to every spatial dim; so do they here.
+        const size_t spatial = input_shape.size() >= 2 ? input_shape.size() - 2 : 0;
+        auto window = [&](pyb::handle v, const char* param) {
+          std::vector<int64_t> r = to_ints(v, param, c, /*allow_scalar=*/true);
+          if (r.size() == 1 && spatial > 1) r.assign(spatial, r[0]);
+          return r;
+        };
         ConvBackwardArgs a;
         a.grad_output_shape = std::move(grad_output_shape);
         a.input_shape = std::move(input_shape);
@@ -71,23 +83,32 @@ void define_conv_backward(pyb::module_& m) {
         a.grad_output_dtype = parse_dtype(grad_output_dtype, "grad_output");
         a.input_dtype = parse_dtype(input_dtype, "input");
         a.weight_dtype = parse_dtype(weight_dtype, "weight");
-        a.bias_sizes = std::move(bias_sizes);
-        a.stride = std::move(stride);
-        a.padding = std::move(padding);
-        a.dilation = std::move(dilation);
-        a.transposed = transposed;
-        a.output_padding = std::move(output_padding);
-        a.groups = groups;
-        a.output_mask = output_mask;
-        a.cube_math_type = cube_math_type;
+        if (!bias_sizes.is_none()) a.bias_sizes = to_ints(bias_sizes, "bias_sizes", c);
+        a.stride = window(stride, "stride");
+        a.padding = window(padding, "padding");
+        a.dilation = window(dilation, "dilation");
+        a.transposed = to_bool(transposed, "transposed", c);
+        if (!output_padding.is_none()) a.output_padding = window(output_padding, "output_padding");
+        a.groups = to_int(groups, "groups", c);
+        const std::vector<bool> mask = to_bools(output_mask, "output_mask", c);
+        user_check(mask.size() == 3, code::kAclnnInvalid, "output_mask",
+                   "expected 3 values, got " + std::to_string(mask.size()));
+        a.output_mask = {mask[0], mask[1], mask[2]};
+        const int64_t cmt = to_int(cube_math_type, "cube_math_type", c);
+        user_check(cmt >= 0 && cmt <= 3, code::kAclnnInvalid, "cube_math_type",
+                   "must be 0 (KEEP_DTYPE), 1 (ALLOW_FP32_DOWN_PRECISION), 2 (USE_FP16) or 3 "
+                   "(USE_HF32), got " + std::to_string(cmt));
+        a.cube_math_type = (int)cmt;
         pyb::gil_scoped_release nogil;
         return std::const_pointer_cast<ConvBackwardPlan>(ConvBackwardPlan::cached(a));
       },
       pyb::arg("grad_output_shape"), pyb::arg("grad_output_dtype"), pyb::arg("input_shape"),
       pyb::arg("input_dtype"), pyb::arg("weight_shape"), pyb::arg("weight_dtype"),
-      pyb::arg("bias_sizes"), pyb::arg("stride"), pyb::arg("padding"), pyb::arg("dilation"),
-      pyb::arg("transposed"), pyb::arg("output_padding"), pyb::arg("groups"),
-      pyb::arg("output_mask"), pyb::arg("cube_math_type"));
+      pyb::arg("bias_sizes").none(true), pyb::arg("stride").none(true),
+      pyb::arg("padding").none(true), pyb::arg("dilation").none(true),
+      pyb::arg("transposed").none(true), pyb::arg("output_padding").none(true),
+      pyb::arg("groups").none(true), pyb::arg("output_mask").none(true),
+      pyb::arg("cube_math_type").none(true));
 }
 
 }  // namespace tbex::py

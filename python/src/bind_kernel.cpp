@@ -53,18 +53,18 @@ DType resolve_numpy(const pyb::array& a, DType expected, const char* name) {
   if (dt == "float16") return DType::kFloat16;
   if (dt == "bfloat16") return DType::kBFloat16;
   if ((dt == "uint16" || dt == "int16") && expected != DType::kFloat32) return expected;
-  throw UserError("", name, "array dtype " + dt + " is not float16, bfloat16 or float32 (expected " +
+  throw UserError(code::kValue, name, "array dtype " + dt + " is not float16, bfloat16 or float32 (expected " +
                                 std::string(dtype_name(expected)) + ")");
 }
 
 DType resolve_dlpack(const DLDataType& t, DType expected, const char* name) {
-  user_check(t.lanes == 1, "", name, "vector DLPack dtypes are not supported");
+  user_check(t.lanes == 1, code::kValue, name, "vector DLPack dtypes are not supported");
   if (t.code == kDLFloat && t.bits == 32) return DType::kFloat32;
   if (t.code == kDLFloat && t.bits == 16) return DType::kFloat16;
   if (t.code == kDLBfloat && t.bits == 16) return DType::kBFloat16;
   if ((t.code == kDLInt || t.code == kDLUInt) && t.bits == 16 && expected != DType::kFloat32)
     return expected;
-  throw UserError("", name, "DLPack dtype (code " + std::to_string(t.code) + ", bits " +
+  throw UserError(code::kValue, name, "DLPack dtype (code " + std::to_string(t.code) + ", bits " +
                                 std::to_string(t.bits) + ") is not float16, bfloat16 or float32");
 }
 
@@ -81,12 +81,12 @@ TensorArg tensor_arg(pyb::handle obj, DType expected, const char* name, bool wri
   TensorArg t;
   if (pyb::isinstance<pyb::array>(obj)) {
     pyb::array a = pyb::reinterpret_borrow<pyb::array>(obj);
-    user_check(!writable || a.writeable(), "", name, "output array is read-only");
+    user_check(!writable || a.writeable(), code::kValue, name, "output array is read-only");
     t.dtype = resolve_numpy(a, expected, name);
     t.data = a.data();
     for (pyb::ssize_t i = 0; i < a.ndim(); ++i) {
       t.shape.push_back(a.shape(i));
-      user_check(a.strides(i) % a.itemsize() == 0, "", name, "strides are not a multiple of the element size");
+      user_check(a.strides(i) % a.itemsize() == 0, code::kValue, name, "strides are not a multiple of the element size");
       t.strides.push_back(a.strides(i) / a.itemsize());
     }
     return t;
@@ -94,19 +94,19 @@ TensorArg tensor_arg(pyb::handle obj, DType expected, const char* name, bool wri
   if (pyb::hasattr(obj, "__dlpack__")) {
     pyb::object cap = obj.attr("__dlpack__")();
     auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
-    user_check(mt != nullptr, "", name, "__dlpack__ did not return a dltensor capsule");
+    user_check(mt != nullptr, code::kType, name, "__dlpack__ did not return a dltensor capsule");
     PyErr_Clear();
     PyCapsule_SetName(cap.ptr(), "used_dltensor");
     hold.mt = mt;
     const DLTensor& d = mt->dl_tensor;
-    user_check(d.device.device_type == kDLCPU, "", name, "tensor is not on the CPU");
+    user_check(d.device.device_type == kDLCPU, code::kValue, name, "tensor is not on the CPU");
     t.dtype = resolve_dlpack(d.dtype, expected, name);
     t.data = static_cast<char*>(d.data) + d.byte_offset;
     t.shape.assign(d.shape, d.shape + d.ndim);
     if (d.strides) t.strides.assign(d.strides, d.strides + d.ndim);
     return t;
   }
-  throw UserError("", name, "expected a numpy array or a DLPack tensor, got " +
+  throw UserError(code::kType, name, "expected a numpy array or a DLPack tensor, got " +
                                 std::string(pyb::str(obj.get_type().attr("__name__"))));
 }
 
@@ -116,7 +116,7 @@ void run_kernel(const Kernel& k, const pyb::sequence& inputs, pyb::handle out) {
   const Problem& p = k.problem();
   const auto dtypes = p.input_dtypes();
   const auto names = p.input_names();
-  user_check(inputs.size() == dtypes.size(), "", "inputs",
+  user_check(inputs.size() == dtypes.size(), code::kListLength, "inputs",
              "expected " + std::to_string(dtypes.size()) + " inputs, got " +
                  std::to_string(inputs.size()));
   std::vector<DLPackHold> holds(inputs.size() + 1);
@@ -150,7 +150,7 @@ void define_kernel(pyb::module_& m) {
     if (op == "conv3d_backprop_filter") return schedule_names(OpKind::kBackpropFilter);
     if (op == "conv3d_backprop_input") return schedule_names(OpKind::kBackpropInput);
     if (op == "conv3d") return schedule_names(OpKind::kForward);
-    throw UserError("", "op", "unknown op '" + op + "'");
+    throw UserError(code::kValue, "op", "unknown op '" + op + "'");
   });
   m.def("set_num_threads", &set_num_threads, pyb::arg("n"));
   m.def("num_threads", &num_threads);

@@ -31,13 +31,13 @@ std::vector<int64_t> shape_of(const pyb::array& a) {
 pyb::array prepare(pyb::array a, pyb::ssize_t ndim, const char* param, const char* layout) {
   const pyb::ssize_t isz = a.itemsize();
   if (isz != 2 && isz != 4) {
-    throw tbex::UserError("", param,
+    throw tbex::UserError(tbex::code::kValue, param,
                           "element size must be 2 or 4 bytes (float16, bfloat16, float32), got "
                           "dtype " + std::string(pyb::str(a.dtype())) + " with itemsize " +
                               std::to_string(isz));
   }
   if (a.ndim() != ndim) {
-    throw tbex::UserError("", param,
+    throw tbex::UserError(tbex::code::kRank, param,
                           "expected a " + std::to_string(ndim) + "-d " + layout +
                               " array, got shape " + shape_str(shape_of(a)));
   }
@@ -50,18 +50,10 @@ pyb::array prepare(pyb::array a, pyb::ssize_t ndim, const char* param, const cha
 }
 
 tbex::Dims5 to_dims5(const pyb::handle& seq, const char* param) {
-  std::vector<int64_t> v;
-  try {
-    for (const pyb::handle item : pyb::iter(seq)) v.push_back(item.cast<int64_t>());
-  } catch (const pyb::error_already_set&) {
-    throw tbex::UserError("", param, "expected a sequence of 5 ints, got " +
-                                         std::string(pyb::repr(seq)));
-  } catch (const pyb::cast_error&) {
-    throw tbex::UserError("", param, "expected a sequence of 5 ints, got " +
-                                         std::string(pyb::repr(seq)));
-  }
+  const std::vector<int64_t> v = tbex::py::to_ints(seq, param);
   if (v.size() != 5) {
-    throw tbex::UserError("", param, "expected 5 dims, got " + std::string(pyb::repr(seq)));
+    throw tbex::UserError(tbex::code::kListLength, param,
+                          "should be a 5d list, got " + tbex::list_str(v));
   }
   return {v[0], v[1], v[2], v[3], v[4]};
 }
@@ -98,7 +90,7 @@ pyb::array np_ncdhw_from_6hd(pyb::array a6, int64_t c) {
                           "C0 (last dim) must be 16, got shape " + shape_str(s));
   }
   if (c <= 0 || (c - 1) / tbex::kC0 + 1 != s[2]) {
-    throw tbex::UserError("", "c",
+    throw tbex::UserError(tbex::code::kValue, "c",
                           "channel count c=" + std::to_string(c) + " does not match C1=" +
                               std::to_string(s[2]) + " of 6HD shape " + shape_str(s) +
                               " (need ceil(c/16) == C1)");
@@ -136,7 +128,7 @@ pyb::array np_oidhw_from_fz3d(pyb::array fz, const pyb::object& oidhw_shape, int
   const std::vector<int64_t> want = tbex::shape_fz3d(dims, groups);
   const std::vector<int64_t> got = shape_of(fz);
   if (got != want) {
-    throw tbex::UserError("", "fz",
+    throw tbex::UserError(tbex::code::kValue, "fz",
                           "shape " + shape_str(got) + " does not match the FRACTAL_Z_3D shape " +
                               shape_str(want) + " of oidhw_shape=" +
                               shape_str({dims.begin(), dims.end()}) +

@@ -12,30 +12,13 @@ namespace pyb = pybind11;
 namespace tbex::py {
 namespace {
 
-int64_t to_int(pyb::handle v, const std::string& param) {
-  if (pyb::isinstance<pyb::bool_>(v) || !pyb::hasattr(v, "__index__"))
-    throw UserError("", param, "expected an integer, got " + std::string(pyb::repr(v)));
-  return v.attr("__index__")().cast<int64_t>();
-}
-
-std::vector<int64_t> to_ints(pyb::handle v, const std::string& param) {
-  if (!pyb::isinstance<pyb::sequence>(v) || pyb::isinstance<pyb::str>(v))
-    throw UserError("", param, "expected a list of integers, got " + std::string(pyb::repr(v)));
-  std::vector<int64_t> out;
-  for (pyb::handle e : v.cast<pyb::sequence>()) out.push_back(to_int(e, param));
-  return out;
-}
-
-std::string to_str(pyb::handle v, const std::string& param) {
-  if (!pyb::isinstance<pyb::str>(v))
-    throw UserError("", param, "expected a string, got " + std::string(pyb::repr(v)));
-  return v.cast<std::string>();
-}
-
-ParaDict parse_para_dict(const pyb::dict& d) {
+/** para_dict -> ParaDict: every key one of TBE's own (a misspelled key is an error, not its
+ * default), every value of the type the key needs. */
+ParaDict parse_para_dict(pyb::handle d, OpKind op) {
   ParaDict p;
-  for (auto [k, v] : d) {
-    const std::string key = pyb::str(k);
+  if (d.is_none()) return p;
+  for (const auto& [key, v] : to_items(d, "para_dict")) {
+    check_para_dict_key(key, op);
     if (v.is_none()) continue;
     if (key == "strides") p.strides = to_ints(v, "strides");
     else if (key == "pads") p.pads = to_ints(v, "pads");
@@ -44,16 +27,12 @@ ParaDict parse_para_dict(const pyb::dict& d) {
     else if (key == "kernel_name") p.kernel_name = to_str(v, "kernel_name");
     else if (key == "groups") p.groups = to_int(v, "groups");
     else if (key == "group_dict") {
-      if (!pyb::isinstance<pyb::dict>(v))
-        throw UserError("", "group_dict", "expected a dict, got " + std::string(pyb::repr(v)));
       std::map<std::string, int64_t> gd;
-      for (auto [gk, gv] : v.cast<pyb::dict>()) {
-        const std::string name = pyb::str(gk);
+      for (const auto& [name, gv] : to_items(v, "group_dict"))
         gd[name] = to_int(gv, "group_dict['" + name + "']");
-      }
       p.group_dict = gd;
     }
-    // Other keys (TBE passes framework attributes through para_dict) do not affect the math.
+    // The rest are TBE's pass-through attributes (para_dict_keys): no effect on the math.
   }
   return p;
 }
@@ -106,32 +85,34 @@ void define_problem(pyb::module_& m) {
 
   m.def(
       "make_filter_problem",
-      [](std::vector<int64_t> x_shape, const std::string& x_dtype, std::vector<int64_t> dy_shape,
-         const std::string& dy_dtype, pyb::object filter_size, pyb::dict para) {
+      [](pyb::object x_shape, const std::string& x_dtype, pyb::object dy_shape,
+         const std::string& dy_dtype, pyb::object filter_size, pyb::object para) {
         return make_backprop_filter_problem(
-            x_shape, parse_dtype(x_dtype, "x"), dy_shape, parse_dtype(dy_dtype, "out_backprop"),
-            to_ints(filter_size, "filter_size"), parse_para_dict(para));
+            to_ints(x_shape, "x"), parse_dtype(x_dtype, "x"), to_ints(dy_shape, "out_backprop"),
+            parse_dtype(dy_dtype, "out_backprop"), to_ints(filter_size, "filter_size"),
+            parse_para_dict(para, OpKind::kBackpropFilter));
       },
       pyb::arg("x_shape"), pyb::arg("x_dtype"), pyb::arg("dy_shape"), pyb::arg("dy_dtype"),
-      pyb::arg("filter_size"), pyb::arg("para_dict"));
+      pyb::arg("filter_size").none(true), pyb::arg("para_dict").none(true));
   m.def(
       "make_input_problem",
-      [](std::vector<int64_t> filter_shape, const std::string& filter_dtype,
-         std::vector<int64_t> dy_shape, const std::string& dy_dtype, pyb::object filter_size,
-         pyb::object input_size, pyb::dict para, std::vector<int64_t> bias_shape,
-         const std::string& bias_dtype) {
+      [](pyb::object filter_shape, const std::string& filter_dtype, pyb::object dy_shape,
+         const std::string& dy_dtype, pyb::object filter_size, pyb::object input_size,
+         pyb::object para, pyb::object bias_shape, const std::string& bias_dtype) {
         return make_backprop_input_problem(
-            filter_shape, parse_dtype(filter_dtype, "filter"), dy_shape,
-            parse_dtype(dy_dtype, "out_backprop"), to_ints(filter_size, "filter_size"),
-            to_ints(input_size, "input_size"), parse_para_dict(para), bias_shape,
+            to_ints(filter_shape, "filter"), parse_dtype(filter_dtype, "filter"),
+            to_ints(dy_shape, "out_backprop"), parse_dtype(dy_dtype, "out_backprop"),
+            to_ints(filter_size, "filter_size"), to_ints(input_size, "input_size"),
+            parse_para_dict(para, OpKind::kBackpropInput), to_ints(bias_shape, "tensor_bias"),
             parse_dtype(bias_dtype, "tensor_bias"));
       },
       pyb::arg("filter_shape"), pyb::arg("filter_dtype"), pyb::arg("dy_shape"),
-      pyb::arg("dy_dtype"), pyb::arg("filter_size"), pyb::arg("input_size"),
-      pyb::arg("para_dict"), pyb::arg("bias_shape") = std::vector<int64_t>{},
+      pyb::arg("dy_dtype"), pyb::arg("filter_size").none(true), pyb::arg("input_size").none(true),
+      pyb::arg("para_dict").none(true), pyb::arg("bias_shape") = pyb::list(),
       pyb::arg("bias_dtype") = "float32");
-  m.def("derive_group_dict", [](int64_t cin, int64_t cout, int64_t groups) {
-    return group_dict_of(derive_group_dict(cin, cout, groups));
+  m.def("derive_group_dict", [](pyb::object cin, pyb::object cout, pyb::object groups) {
+    return group_dict_of(derive_group_dict(to_int(cin, "Cin"), to_int(cout, "Cout"),
+                                           to_int(groups, "groups")));
   });
 }
 

@@ -2,9 +2,35 @@
 /** Entry points of the tbex._C submodules, each defined in its own bind_*.cpp. */
 #include <pybind11/pybind11.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tbex/errors.h"
 #include "tbex/kernel.h"
 
 namespace tbex::py {
+
+/** The codes a conversion error carries: TBE's for the DSL, aclnn's for convolution_backward. */
+struct ArgCodes {
+  const char* type;   ///< a value of the wrong type
+  const char* range;  ///< an int outside int64
+};
+constexpr ArgCodes kDslCodes{code::kType, code::kRange};
+constexpr ArgCodes kFrameworkCodes{code::kAclnnInvalid, code::kAclnnInvalid};
+
+/** Strict conversions (bind_args.cpp): an int (anything with __index__ but bool), a list of them
+ * (any sequence but a string; `allow_scalar` also takes one int), a bool, a str, a dict's items;
+ * UserError naming `param` otherwise. */
+int64_t to_int(pybind11::handle v, const std::string& param, ArgCodes c = kDslCodes);
+std::vector<int64_t> to_ints(pybind11::handle v, const std::string& param, ArgCodes c = kDslCodes,
+                             bool allow_scalar = false);
+bool to_bool(pybind11::handle v, const std::string& param, ArgCodes c = kDslCodes);
+std::vector<bool> to_bools(pybind11::handle v, const std::string& param, ArgCodes c = kDslCodes);
+std::string to_str(pybind11::handle v, const std::string& param, ArgCodes c = kDslCodes);
+std::vector<std::pair<std::string, pybind11::object>> to_items(pybind11::handle v,
+                                                               const std::string& param,
+                                                               ArgCodes c = kDslCodes);
 
 /** Keeps a DLPack producer's memory alive for the duration of one call. */
 struct DLPackHold {
@@ -20,6 +46,7 @@ struct DLPackHold {
 TensorArg tensor_arg(pybind11::handle obj, DType expected, const char* name, bool writable,
                      DLPackHold& hold);
 
+void define_args(pybind11::module_& m);
 void define_layout(pybind11::module_& m);
 void define_problem(pybind11::module_& m);
 void define_kernel(pybind11::module_& m);

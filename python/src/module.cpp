@@ -26,6 +26,7 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
+  tbex::py::define_args(m);
   tbex::py::define_layout(m);
   tbex::py::define_problem(m);
   tbex::py::define_kernel(m);

@@ -19,20 +19,13 @@ from .tvm import normalize_dtype
 __all__ = ["convolution_backward"]
 
 
+# Framework callers get aclnn's status codes (the C API returns the same numbers).
+_NULLPTR, _INVALID = "161001", "161002"
+
+
 def _dtype_name(t, param: str) -> str:
     dtype = str(getattr(t, "dtype", "")).replace("torch.", "")
-    return normalize_dtype(dtype, param)
-
-
-def _ints(v, param: str, allow_none: bool = False):
-    if v is None and allow_none:
-        return None
-    if isinstance(v, (int, np.integer)):
-        return [int(v)]
-    try:
-        return [int(x) for x in v]
-    except TypeError:
-        raise UserError(f"{param}: expected a sequence of ints, got {v!r}", "", param) from None
+    return normalize_dtype(dtype, param, code=_INVALID)
 
 
 def _is_torch(t) -> bool:
@@ -40,10 +33,12 @@ def _is_torch(t) -> bool:
 
 
 def _check_data(t, param: str):
+    if t is None:
+        raise UserError(f"{param}: a tensor is required, got None", _NULLPTR, param)
     if isinstance(t, np.ndarray) or hasattr(t, "__dlpack__"):
         return
     raise UserError(f"{param}: expected a numpy array or a DLPack tensor, got {type(t).__name__}",
-                    "", param)
+                    _INVALID, param)
 
 
 def _empty_like_kind(ref, shape, dtype: str):
@@ -78,32 +73,20 @@ def convolution_backward(grad_output, input, weight, bias_sizes: Optional[Sequen
     # DLPack refuses tensors that require grad; they are only read here.
     grad_output, input, weight = (t.detach() if getattr(t, "requires_grad", False) else t
                                   for t in (grad_output, input, weight))
-    # torch expands one-value window lists to every spatial dim; so does tbex here.
-    spatial = len(input.shape) - 2
-
-    def window(v, param):
-        vals = _ints(v, param)
-        return tuple(vals * spatial if len(vals) == 1 and spatial > 1 else vals)
-
-    mask = [bool(m) for m in output_mask]
-    if len(mask) != 3:
-        raise UserError(f"output_mask: expected 3 values, got {len(mask)}", "", "output_mask")
-    key = (
+    # Every other argument is converted strictly in C++ (no float, string or None where an int
+    # or a bool is due; torch's one-value window lists widened there).
+    args = (
         tuple(int(s) for s in grad_output.shape), _dtype_name(grad_output, "grad_output"),
         tuple(int(s) for s in input.shape), _dtype_name(input, "input"),
         tuple(int(s) for s in weight.shape), _dtype_name(weight, "weight"),
-        None if bias_sizes is None else tuple(_ints(bias_sizes, "bias_sizes")),
-        window(stride, "stride"), window(padding, "padding"), window(dilation, "dilation"),
-        bool(transposed),
-        () if output_padding is None else window(output_padding, "output_padding"),
-        int(groups), tuple(mask),
-        int(cube_math_type),
+        bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask,
+        cube_math_type,
     )
     # Plans are cached in C++ (keyed with the thread count; TBEX_KERNEL_CACHE_CAPACITY).
-    plan = _C.conv_backward_plan(*key)
+    plan = _C.conv_backward_plan(*args)
     outs = []
     for i in range(3):
-        if mask[i]:
+        if plan.output_mask[i]:
             shape, dtype = plan.output_spec(i)
             outs.append(_empty_like_kind(input, shape, dtype))
         else:

@@ -31,7 +31,17 @@ def _spec(t, param):
         dtype = dtype.replace("torch.", "")
         return tuple(int(s) for s in t.shape), normalize_dtype(dtype, param)
     raise UserError(f"{param}: expected a tvm.placeholder, a numpy array or a DLPack tensor, "
-                    f"got {type(t).__name__}", "", param)
+                    f"got {type(t).__name__}", "E62002", param)
+
+
+def _para_dict(para_dict) -> dict:
+    """A copy of the caller's para_dict (None: no keys); anything but a dict is refused."""
+    if para_dict is None:
+        return {}
+    if not isinstance(para_dict, dict):
+        raise UserError(f"para_dict: [para_dict] type error: expected a dict, got {para_dict!r:.80}",
+                        "E62002", "para_dict")
+    return dict(para_dict)
 
 
 def numpy_dtype(dtype: str):
@@ -61,7 +71,7 @@ def conv3d_backprop_filter(x, out_backprop, filter_size, para_dict):
     (or ``groups``). The result is grouped FRACTAL_Z_3D ``(real_g, Kd*cin1_g*Kh*Kw, cout_g, 16)``
     float32.
     """
-    para_dict = dict(para_dict or {})
+    para_dict = _para_dict(para_dict)
     x_shape, x_dtype = _spec(x, "x")
     dy_shape, dy_dtype = _spec(out_backprop, "out_backprop")
     problem = _C.make_filter_problem(list(x_shape), x_dtype, list(dy_shape), dy_dtype,
@@ -81,7 +91,7 @@ def conv3d_backprop_input(filter, out_backprop, filter_size, input_size, para_di
     ``kernel_name``, optional ``group_dict`` / ``groups`` and ``tensor_bias`` (Cin values added
     to the result). The result is ``(N, D, C1, H*W, 16)``.
     """
-    para_dict = dict(para_dict or {})
+    para_dict = _para_dict(para_dict)
     bias = para_dict.pop("tensor_bias", None)
     f_shape, f_dtype = _spec(filter, "filter")
     dy_shape, dy_dtype = _spec(out_backprop, "out_backprop")
@@ -134,18 +144,18 @@ def auto_schedule(res, schedule: str = "auto", tune: bool = False, variant: str 
     tile variant of a named schedule (``Schedule.candidates`` lists them)."""
     if isinstance(res, (list, tuple)):
         if len(res) != 1:
-            raise UserError(f"res: expected one output tensor, got {len(res)}", "", "res")
+            raise UserError(f"res: expected one output tensor, got {len(res)}", "E62501", "res")
         res = res[0]
     if not isinstance(res, Tensor) or res.problem is None:
-        raise UserError("res: expected the result of a dsl op", "", "res")
+        raise UserError("res: expected the result of a dsl op", "E62002", "res")
     known = _C.schedule_names(res.op)
     if schedule != "auto" and schedule not in known:
         raise UserError(f"schedule: unknown schedule {schedule!r} for {res.op} "
-                        f"(known: auto, {', '.join(known)})", "", "schedule")
+                        f"(known: auto, {', '.join(known)})", "E60000", "schedule")
     if tune:
         if schedule != "auto" or variant:
             raise UserError("tune: tuning chooses the schedule; pass schedule='auto' and no variant",
-                            "", "tune")
+                            "E60000", "tune")
         result = _C.tune(res.problem, int(max_candidates), float(seconds))
         return Schedule(res, result["schedule"], result["variant"], result)
     return Schedule(res, schedule, variant)
@@ -178,7 +188,7 @@ class Kernel:
     def __call__(self, *arrays, out=None):
         if len(arrays) != len(self._order):
             raise UserError(f"{self.name}: expected {len(self._order)} input arrays, got {len(arrays)}",
-                            "", "inputs")
+                            "E62501", "inputs")
         inputs = [None] * len(arrays)
         for call_pos, prob_pos in enumerate(self._order):
             inputs[prob_pos] = arrays[call_pos]
@@ -200,7 +210,7 @@ def build(sch: Schedule, config: dict) -> Kernel:
     takes the operands in the op's order (see NAME.h), not tensor_list's. The written paths
     are ``kernel.aot_files``."""
     if not isinstance(sch, Schedule):
-        raise UserError("sch: expected the result of dsl.auto_schedule", "", "sch")
+        raise UserError("sch: expected the result of dsl.auto_schedule", "E62002", "sch")
     config = dict(config or {})
     res = sch.res
     tensors = list(config.get("tensor_list") or list(res.inputs) + [res])
@@ -210,11 +220,11 @@ def build(sch: Schedule, config: dict) -> Kernel:
         pos = [i for i, r in enumerate(res.inputs) if r is t]
         if not pos:
             raise UserError(f"tensor_list: {getattr(t, 'name', t)!r} is not an input of {res.name}",
-                            "", "tensor_list")
+                            "E60000", "tensor_list")
         order.append(pos[0])
     if sorted(order) != list(range(len(res.inputs))):
         names = [r.name for r in res.inputs]
-        raise UserError(f"tensor_list must hold each input of {res.name} once: {names}", "", "tensor_list")
+        raise UserError(f"tensor_list must hold each input of {res.name} once: {names}", "E60000", "tensor_list")
     native = _C.compile(res.problem, sch.schedule, sch.variant)
     name = config.get("name") or res.name
     kernel = Kernel(name, native, res, order)

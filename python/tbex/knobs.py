@@ -25,7 +25,7 @@ def _check(name: str) -> None:
     if name not in {k["name"] for k in table()}:
         from .errors import UserError
         raise UserError(f"name: unknown knob {name!r} (known: "
-                        f"{', '.join(k['name'] for k in table())})", "", "name")
+                        f"{', '.join(k['name'] for k in table())})", "E60000", "name")
 
 
 def get(name: str) -> str:

@@ -1,6 +1,7 @@
 """``tvm.placeholder``: the symbolic tensors TBE DSL calls take."""
 from __future__ import annotations
 
+from . import _C
 from .errors import UserError
 
 DTYPES = ("float16", "bfloat16", "float32")
@@ -25,19 +26,19 @@ class Tensor:
         return f"Tensor(name={self.name!r}, shape={self.shape}, dtype={self.dtype!r}, op={self.op!r})"
 
 
-def normalize_dtype(dtype, param="dtype") -> str:
+def normalize_dtype(dtype, param="dtype", code="E60000") -> str:
+    """The dtype's name (aliases fp16, half, bf16, fp32, float accepted); UserError(code) for any
+    other dtype."""
     name = getattr(dtype, "name", None) or str(dtype)
     name = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
             "float": "float32"}.get(name, name)
     if name not in DTYPES:
-        raise UserError(f"{param}: dtype {dtype!r} is not one of {', '.join(DTYPES)}", "", param)
+        raise UserError(f"{param}: dtype {dtype!r} should be one of {', '.join(DTYPES)}", code, param)
     return name
 
 
 def placeholder(shape, name="placeholder", dtype="float32") -> Tensor:
     """A named input of the given shape and dtype ("float16", "bfloat16" or "float32")."""
-    try:
-        dims = tuple(int(s.__index__()) for s in shape)
-    except (TypeError, AttributeError):
-        raise UserError(f"{name}: shape must be a sequence of integers, got {shape!r}", "", name) from None
-    return Tensor(dims, normalize_dtype(dtype, name), name)
+    if not isinstance(name, str):
+        raise UserError(f"name: expected a string, got {name!r}", "E62002", "name")
+    return Tensor(_C.to_ints(shape, name), normalize_dtype(dtype, name), name)

@@ -19,7 +19,7 @@ DType parse_dtype(const std::string& name, const char* param) {
   if (name == "float16" || name == "fp16" || name == "half") return DType::kFloat16;
   if (name == "bfloat16" || name == "bf16") return DType::kBFloat16;
   if (name == "float32" || name == "fp32" || name == "float") return DType::kFloat32;
-  throw UserError("", param,
+  throw UserError(code::kValue, param,
                   "dtype '" + name + "' is not supported; expected float16, bfloat16 or float32");
 }
 

@@ -21,6 +21,8 @@ std::string GroupDict::to_string() const {
 GroupDict derive_group_dict(int64_t cin, int64_t cout, int64_t groups) {
   const std::string vals = "groups=" + std::to_string(groups) + ", Cin=" + std::to_string(cin) +
                            ", Cout=" + std::to_string(cout);
+  check_range(cin, 1, kMaxDim, "Cin", "input channels");
+  check_range(cout, 1, kMaxDim, "Cout", "output channels");
   user_check(groups > 0, "E60038", "groups", "groups must be > 0 (" + vals + ")");
   user_check(groups <= cin, "E60038", "groups", "groups must be <= Cin (" + vals + ")");
   user_check(groups <= cout, "E60038", "groups", "groups must be <= Cout (" + vals + ")");
@@ -28,8 +30,9 @@ GroupDict derive_group_dict(int64_t cin, int64_t cout, int64_t groups) {
   user_check(cout % groups == 0, "E60038", "groups",
              "Cout must be divisible by groups (" + vals + ")");
   const int64_t cin_pg = cin / groups, cout_pg = cout / groups;
-  const int64_t mag0 = std::lcm(cin_pg, kC0) / cin_pg;
-  const int64_t mag1 = std::lcm(cout_pg, kC0) / cout_pg;
+  // lcm(c, 16) / c written as 16 / gcd(c, 16): the same value without the product that overflows.
+  const int64_t mag0 = kC0 / std::gcd(cin_pg, kC0);
+  const int64_t mag1 = kC0 / std::gcd(cout_pg, kC0);
   GroupDict g;
   g.mag_factor = std::min(std::lcm(mag0, mag1), groups);
   g.cin1_g = ceil_div(g.mag_factor * cin_pg, kC0);

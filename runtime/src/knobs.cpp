@@ -113,7 +113,7 @@ long long get_int(const std::string& name) {
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(s.c_str(), &end, 10);
-  user_check(!s.empty() && end && *end == '\0' && errno == 0, "", name.c_str(),
+  user_check(!s.empty() && end && *end == '\0' && errno == 0, code::kValue, name.c_str(),
              name + "='" + s + "' is not an integer");
   return v;
 }
@@ -122,7 +122,7 @@ bool get_bool(const std::string& name) {
   const std::string s = lower(get_string(name));
   if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
   if (s.empty() || s == "0" || s == "false" || s == "no" || s == "off") return false;
-  throw UserError("", name, name + "='" + get_string(name) + "' is not a flag (use 1 or 0)");
+  throw UserError(code::kValue, name, name + "='" + get_string(name) + "' is not a flag (use 1 or 0)");
 }
 
 void set(const std::string& name, const std::string& value) {

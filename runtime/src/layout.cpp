@@ -13,7 +13,6 @@ namespace {
 
 // Channel counts above this could overflow the group_dict arithmetic (lcm with 16, mag*C);
 // any tensor that large overflows int64 element counts anyway once packed.
-constexpr int64_t kMaxChannels = int64_t(1) << 59;
 
 std::string dims_str(const Dims5& d) {
   std::string s = "[";
@@ -28,7 +27,7 @@ std::string dims_str(const Dims5& d) {
 void check_dims(const Dims5& d, const char* param, const char* const names[5]) {
   for (size_t i = 0; i < d.size(); ++i) {
     if (d[i] <= 0) {
-      throw UserError("", param,
+      throw UserError(code::kNotPositive, param,
                       std::string(names[i]) + " must be > 0, got " + param + "=" + dims_str(d));
     }
   }
@@ -40,7 +39,7 @@ int64_t checked_product(std::initializer_list<int64_t> factors, const char* para
   int64_t r = 1;
   for (int64_t f : factors) {
     if (__builtin_mul_overflow(r, f, &r)) {
-      throw UserError("", param,
+      throw UserError(code::kSize, param,
                       std::string("element count of ") + what + " overflows int64 for " + param +
                           "=" + dims_str(dims));
     }
@@ -51,15 +50,15 @@ int64_t checked_product(std::initializer_list<int64_t> factors, const char* para
 void check_bytes(int64_t count, size_t elem_size, const char* param, const Dims5& dims) {
   int64_t bytes;
   if (__builtin_mul_overflow(count, static_cast<int64_t>(elem_size), &bytes)) {
-    throw UserError("", param,
+    throw UserError(code::kSize, param,
                     "byte size overflows int64 for " + std::string(param) + "=" + dims_str(dims) +
                         ", elem_size=" + std::to_string(elem_size));
   }
 }
 
 void check_ptrs(const void* src, const void* dst) {
-  user_check(src != nullptr, "", "src", "source pointer is null");
-  user_check(dst != nullptr, "", "dst", "destination pointer is null");
+  user_check(src != nullptr, code::kValue, "src", "source pointer is null");
+  user_check(dst != nullptr, code::kValue, "dst", "destination pointer is null");
 }
 
 /** Calls f(T{}) with T the unsigned integer of elem_size bytes. */
@@ -70,7 +69,7 @@ void dispatch_elem(size_t elem_size, F&& f) {
   } else if (elem_size == 4) {
     f(uint32_t{});
   } else {
-    throw UserError("", "elem_size",
+    throw UserError(code::kValue, "elem_size",
                     "element size must be 2 or 4 bytes, got " + std::to_string(elem_size));
   }
 }
@@ -155,12 +154,12 @@ struct FzPlan {
 FzPlan plan_fz3d(const Dims5& o, int64_t groups) {
   check_dims(o, "oidhw", kOidhwNames);
   FzPlan p;
-  if (groups <= 0) derive_group_dict(o[1], o[0], groups);  // throws E60038 for groups
+  user_check(groups > 0, "E60038", "groups", "groups must be > 0, got " + std::to_string(groups));
   int64_t cin;
-  if (__builtin_mul_overflow(o[1], groups, &cin) || cin >= kMaxChannels || o[0] >= kMaxChannels) {
-    throw UserError("", "oidhw",
-                    "channel count too large (overflows int64 sizes): oidhw=" + dims_str(o) +
-                        ", groups=" + std::to_string(groups));
+  if (__builtin_mul_overflow(o[1], groups, &cin) || cin > kMaxDim || o[0] > kMaxDim) {
+    throw UserError(code::kRange, "oidhw",
+                    "channel counts must be in range [1, " + std::to_string(kMaxDim) +
+                        "]: oidhw=" + dims_str(o) + ", groups=" + std::to_string(groups));
   }
   p.gd = derive_group_dict(cin, o[0], groups);
   p.src_count = checked_product({o[0], o[1], o[2], o[3], o[4]}, "oidhw", o, "the OIDHW tensor");

@@ -22,7 +22,7 @@ int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()
 int initial_threads() {
   try {
     const long long n = knobs::get_int("TBEX_NUM_THREADS");
-    user_check(n >= 0 && n <= 4096, "", "TBEX_NUM_THREADS",
+    user_check(n >= 0 && n <= 4096, code::kRange, "TBEX_NUM_THREADS",
                "TBEX_NUM_THREADS=" + std::to_string(n) + " is not a thread count (0 = all cores)");
     if (n > 0) return (int)n;
   } catch (const UserError& e) {

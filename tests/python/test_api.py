@@ -361,7 +361,7 @@ def test_user_error_is_value_error_with_code():
     assert "group" in str(err).lower()
     with pytest.raises(tbex.UserError) as info:
         dsl.conv3d_backprop_filter(x, dy, [32, 2, 16, 2, 2], dict(para, groups=1, strides=[1, 1]))
-    assert info.value.code == ""
+    assert info.value.code == "E62501"
     assert "stride" in str(info.value).lower()
 
 

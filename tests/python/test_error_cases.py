@@ -26,7 +26,7 @@ from tbex import dsl, tvm
 ERROR_CASES = {c["case_name"]: c for c in O.load_data("tbe_public_error_cases.json")}
 
 OUT_RULE = {"E60024", "E60025", "E62508"}
-FILTER_NOT_FZ3D = {"", "E62511"}  # no TBE code for a filter that is not FRACTAL_Z_3D; C0 check ok
+FILTER_NOT_FZ3D = {"E60006", "E62511"}  # a tensor of the wrong rank, or C0 != 16
 
 # name: (kind, accepted codes, message tokens (any), overrides, one-line reason)
 # kind "error": tbex.UserError expected; kind "compute": tbex must accept and compute correctly.
@@ -58,17 +58,17 @@ MAPPING = {
         "error", {"E62504"}, ("channel", "cout", "out_backprop", "dedy"), {},
         "dedy C=1 (1 block) vs Cout=64 (4 blocks)"),
     "invalid_stride_length_case": (
-        "error", {""}, ("stride",), {},
+        "error", {"E62501"}, ("stride",), {},
         "strides of length 4 (dW takes 3)"),
     "filter_batch_not_match_case": (
         "error", {"E62504"}, ("channel", "cout", "out_backprop", "dedy", "filter"),
         {"dw_filter_dhwcn": [2, 2, 2, 32, 32]},
         "the JSON geometry is valid; TBE's suite used filter N (Cout)=32 vs dedy C=64"),
     "invalid_dedy_dtype_case": (
-        "error", {""}, ("dtype", "type"), {"dy_dtype": "float32"},
+        "error", {"E60000"}, ("dtype", "type"), {"dy_dtype": "float32"},
         "the JSON geometry is valid; TBE's suite used a float32 dedy with a float16 x"),
     "invalid_dilations_length_case": (
-        "error", {""}, ("dilation",), {},
+        "error", {"E62501"}, ("dilation",), {},
         "dilations [1,0,1,0]: length 4"),
     # ---- Conv3DBackpropInputD (dX)
     "case19": (
@@ -305,24 +305,23 @@ ONE_DEFECT = {
     "dw_out_h": (_dw(dy_shape=_dy6(h=6)), {"E60025"}, ("out_backprop", "dedy")),
     "dw_out_w": (_dw(dy_shape=_dy6(w=5)), {"E62508"}, ("out_backprop", "dedy")),
     "dw_groups_cout": (_dw(filter_size=[20, 2, 8, 3, 2], groups=3), {"E60038"}, ("group",)),
-    # groups <= 0 is E60038 (docs/group_dict.md); "" if caught by the generic dims > 0 check
-    "dw_groups_zero": (_dw(groups=0), {"E60038", ""}, ("group",)),
-    "dw_groups_negative": (_dw(groups=-2), {"E60038", ""}, ("group",)),
-    "dx_groups_zero": (_dx(groups=0), {"E60038", ""}, ("group",)),
+    # groups <= 0 is E60038 (docs/group_dict.md)
+    "dw_groups_zero": (_dw(groups=0), {"E60038"}, ("group",)),
+    "dw_groups_negative": (_dw(groups=-2), {"E60038"}, ("group",)),
+    "dx_groups_zero": (_dx(groups=0), {"E60038"}, ("group",)),
     "dw_groups_gt_cout": (_dw(filter_size=[2, 2, 1, 3, 2], dy_shape=_dy6(c=2), groups=24),
                           {"E60038"}, ("group",)),
-    "dw_strides_len": (_dw(strides=[2, 1, 2, 1]), {""}, ("stride",)),
-    "dw_pads_len": (_dw(pads=[1, 0, 1, 1]), {""}, ("pad",)),
-    "dw_dilations_len": (_dw(dilations=[1, 1, 1]), {""}, ("dilation",)),
-    "dw_pads_negative": (_dw(pads=[1, 0, -1, 3, 0, 1]), {""}, ("pad",)),
-    # a zero kernel also breaks the output-size rule; the dims check should speak first, but
-    # either answer names a real defect
-    "dw_filter_size_zero": (_dw(filter_size=[20, 2, 24, 0, 2]), {"", "E60025"},
+    "dw_strides_len": (_dw(strides=[2, 1, 2, 1]), {"E62501"}, ("stride",)),
+    "dw_pads_len": (_dw(pads=[1, 0, 1, 1]), {"E62501"}, ("pad",)),
+    "dw_dilations_len": (_dw(dilations=[1, 1, 1]), {"E62501"}, ("dilation",)),
+    "dw_pads_negative": (_dw(pads=[1, 0, -1, 3, 0, 1]), {"E60000"}, ("pad",)),
+    # a zero kernel also breaks the output-size rule; the dims check speaks first
+    "dw_filter_size_zero": (_dw(filter_size=[20, 2, 24, 0, 2]), {"E62509"},
                             ("filter_size", "kernel")),
-    "dw_filter_size_len": (_dw(filter_size=[20, 2, 24, 3]), {""}, ("filter_size",)),
-    "dw_dtype_mismatch": (_dw(dy_dtype="float32"), {""}, ("dtype",)),
-    "dw_dtype_int8": (_dw(x_dtype="int8"), {""}, ("dtype",)),
-    "dw_res_dtype_fp16": (_dw(res_dtype="float16"), {""}, ("res_dtype",)),
+    "dw_filter_size_len": (_dw(filter_size=[20, 2, 24, 3]), {"E62501"}, ("filter_size",)),
+    "dw_dtype_mismatch": (_dw(dy_dtype="float32"), {"E60000"}, ("dtype",)),
+    "dw_dtype_int8": (_dw(x_dtype="int8"), {"E60000"}, ("dtype",)),
+    "dw_res_dtype_fp16": (_dw(res_dtype="float16"), {"E60000"}, ("res_dtype",)),
     # dX ------------------------------------------------------------------------------------
     "dx_dy_c0_8": (_dx(dy_shape=(2, 3, 2, 7, 4, 8)), {"E62511"}, ("c0",)),
     "dx_batch": (_dx(input_size=[3, 6, 7, 8, 24]), {"E62503"}, ("batch",)),
@@ -341,15 +340,28 @@ ONE_DEFECT = {
     "dx_groups_cin": (_dx(filter_size=[20, 4, 2, 3, 2], groups=5), {"E60038", "E60010"},
                       ("group", "cin", "channel")),
     # a FRACTAL_Z_3D shape that disagrees with filter_size: TBE has no code of its own; tbex
-    # raises E60010 (channel mismatch), the nearest (docs/validation.md); "" is accepted too
-    "dx_filter_shape": (_dx(filt_shape=(12, 2, 16, 16)), {"", "E60010"}, ("filter",)),
-    "dx_strides_len": (_dx(strides=[1, 2, 1, 2]), {""}, ("stride",)),
-    "dx_pads_len": (_dx(pads=[1, 0, 1, 1, 0]), {""}, ("pad",)),
-    "dx_dilations_len": (_dx(dilations=[1, 1, 1, 1]), {""}, ("dilation",)),
-    "dx_pads_negative": (_dx(pads=[1, 0, 1, 1, -1, 2]), {""}, ("pad",)),
-    "dx_input_size_len": (_dx(input_size=[2, 6, 7, 8]), {""}, ("input_size",)),
-    "dx_dtype_mismatch": (_dx(dy_dtype="bfloat16"), {""}, ("dtype",)),
-    "dx_res_dtype_int8": (_dx(res_dtype="int8"), {""}, ("res_dtype", "dtype")),
+    # raises E60010 (channel mismatch), the nearest (docs/validation.md)
+    "dx_filter_shape": (_dx(filt_shape=(12, 2, 16, 16)), {"E60010"}, ("filter",)),
+    "dx_filter_rank": (_dx(filt_shape=(12, 2, 16, 16, 1)), {"E60006"}, ("filter",)),
+    "dx_strides_len": (_dx(strides=[1, 2, 1, 2]), {"E62501"}, ("stride",)),
+    "dx_pads_len": (_dx(pads=[1, 0, 1, 1, 0]), {"E62501"}, ("pad",)),
+    "dx_dilations_len": (_dx(dilations=[1, 1, 1, 1]), {"E62501"}, ("dilation",)),
+    "dx_pads_negative": (_dx(pads=[1, 0, 1, 1, -1, 2]), {"E60000"}, ("pad",)),
+    "dx_input_size_len": (_dx(input_size=[2, 6, 7, 8]), {"E62501"}, ("input_size",)),
+    "dx_dtype_mismatch": (_dx(dy_dtype="bfloat16"), {"E60000"}, ("dtype",)),
+    "dx_res_dtype_int8": (_dx(res_dtype="int8"), {"E60000"}, ("res_dtype", "dtype")),
+    # the general checks of every DSL argument
+    "dw_x_rank": (_dw(x_shape=(2, 6, 2, 7, 8)), {"E60006"}, ("dim",)),
+    "dw_strides_float": (_dw(strides=[2, 1.0, 2]), {"E62002"}, ("type",)),
+    "dw_strides_str": (_dw(strides="222"), {"E62002"}, ("type",)),
+    "dw_filter_size_none_item": (_dw(filter_size=[20, 2, None, 3, 2]), {"E62002"}, ("type",)),
+    "dw_filter_size_bool": (_dw(filter_size=[20, 2, True, 3, 2]), {"E62002"}, ("type",)),
+    "dw_strides_negative": (_dw(strides=[2, -1, 2]), {"E62509"}, ("positive",)),
+    "dw_dilation_zero": (_dw(dilations=[1, 1, 1, 0, 1]), {"E62509"}, ("positive",)),
+    "dw_stride_too_big": (_dw(strides=[2**31, 1, 2]), {"E60011"}, ("range",)),
+    "dw_pad_too_big": (_dw(pads=[2**40, 0, 1, 1, 0, 1]), {"E60011"}, ("range",)),
+    "dw_stride_past_int64": (_dw(strides=[2**63, 1, 2]), {"E60011"}, ("range",)),
+    "dx_input_size_too_big": (_dx(input_size=[2, 6, 7, 2**33, 24]), {"E60011"}, ("range",)),
 }
 
 

@@ -83,6 +83,14 @@ struct ParaDict {
   std::optional<int64_t> groups;
 };
 
+/** TBE's own para_dict keys for `op` (kBackpropFilter / kBackpropInput): those tbex reads and the
+ * framework attributes TBE passes through without effect on the math. */
+const std::vector<std::string>& para_dict_keys(OpKind op);
+
+/** UserError(code::kValue) for a para_dict key that is not one of para_dict_keys(op), with the
+ * closest known key as a suggestion ("stride": did you mean 'strides'?). */
+void check_para_dict_key(const std::string& key, OpKind op);
+
 /** The TBE frontends: parse the operands' shapes and para_dict into a ConvGeometry, check what
  * only TBE's arguments can get wrong (C0, C1 blocks, batch, para_dict lengths and N/C positions,
  * group_dict keys), then call make_problem.

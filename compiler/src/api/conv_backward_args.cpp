@@ -31,7 +31,10 @@ std::vector<int64_t> window(const std::vector<int64_t>& v, const char* param, si
         "expected " + std::to_string(n) + (alt ? " or " + std::to_string(alt) : "") +
             " values for a " + std::to_string(n) + "D convolution, got " +
             std::to_string(v.size()) + " " + list_str(v));
-  for (int64_t x : v) check(x >= lo, param, "every value must be >= " + std::to_string(lo) + ", got " + list_str(v));
+  for (int64_t x : v)
+    check(x >= lo && x <= kMaxDim, param,
+          "every value must be in [" + std::to_string(lo) + ", " + std::to_string(kMaxDim) +
+              "], got " + list_str(v));
   return v;
 }
 
@@ -69,6 +72,15 @@ void check_shapes(const ConvBackwardArgs& a) {
     check(in[i] <= INT32_MAX, "input", "dims must be < 2^31, got shape " + list_str(in));
     check(go[i] <= INT32_MAX, "grad_output", "dims must be < 2^31, got shape " + list_str(go));
     check(w[i] <= INT32_MAX, "weight", "dims must be < 2^31, got shape " + list_str(w));
+  }
+  // Past 2^46 bytes (fp32) an operand's offsets come near int64's end: refused, as by the DSL.
+  const std::pair<const char*, const std::vector<int64_t>*> operands[] = {
+      {"input", &in}, {"grad_output", &go}, {"weight", &w}};
+  for (const auto& [name, shape] : operands) {
+    int64_t bytes = 4;
+    for (int64_t d : *shape)
+      check(!__builtin_mul_overflow(bytes, d, &bytes) && bytes <= (int64_t(1) << 46), name,
+            "size of shape " + list_str(*shape) + " exceeds 2^46 bytes");
   }
 }
 
@@ -118,7 +130,8 @@ void set_window(const ConvBackwardArgs& a, ConvGeometry& c) {
   const auto pad = window(a.padding, "padding", sp, 2 * sp, 0);
   const auto opad = a.output_padding.empty() ? std::vector<int64_t>(sp, 0)
                                              : window(a.output_padding, "output_padding", sp, 0, 0);
-  check(a.groups >= 1, "groups", "must be >= 1, got " + std::to_string(a.groups));
+  check(a.groups >= 1 && a.groups <= kMaxDim, "groups",
+        "must be in [1, " + std::to_string(kMaxDim) + "], got " + std::to_string(a.groups));
   check(a.cube_math_type >= 0 && a.cube_math_type <= 3, "cube_math_type",
         "must be 0 (KEEP_DTYPE), 1 (ALLOW_FP32_DOWN_PRECISION), 2 (USE_FP16) or 3 (USE_HF32), got " +
             std::to_string(a.cube_math_type));
@@ -208,7 +221,7 @@ std::array<TensorSpec, 3> output_specs(const ConvBackwardArgs& a) {
 }  // namespace
 
 void check(bool cond, const char* param, const std::string& msg) {
-  if (!cond) throw UserError("", param, msg + aclnn_alias(param));
+  if (!cond) throw UserError(code::kAclnnInvalid, param, msg + aclnn_alias(param));
 }
 
 Checked check_args(const ConvBackwardArgs& a) {
@@ -221,7 +234,8 @@ Checked check_args(const ConvBackwardArgs& a) {
 
 View5 view_of(const StridedTensor* t, const char* param, const std::vector<int64_t>& shape,
               DType dtype) {
-  check(t != nullptr, param, "is required (its output_mask entry is true) but null");
+  if (t == nullptr)
+    throw UserError(code::kAclnnNull, param, "is required (its output_mask entry is true) but null");
   check(t->shape == shape, param, "shape " + list_str(t->shape) + " must be " + list_str(shape));
   check(t->dtype == dtype, param,
         std::string("dtype ") + dtype_name(t->dtype) + " must be " + dtype_name(dtype));
@@ -237,7 +251,8 @@ View5 view_of(const StridedTensor* t, const char* param, const std::vector<int64
     check(st[i] >= 0, param, "negative strides are not supported, got " + list_str(st));
     numel *= shape[i];
   }
-  check(t->data != nullptr || numel == 0, param, "data pointer is null");
+  if (t->data == nullptr && numel != 0)
+    throw UserError(code::kAclnnNull, param, "data pointer is null");
   View5 v;
   v.data = t->data;
   v.dtype = dtype;

@@ -2,6 +2,7 @@
  * workspace. The Problems come from make_problem, exactly as the TBE frontend builds them from
  * the same geometry (tests/cpp/test_conv_backward_routes.cpp checks that). */
 #include "conv_backward_impl.h"
+#include "tbex/errors.h"
 #include "support/lru_cache.h"
 #include "tbex/knobs.h"
 
@@ -86,7 +87,14 @@ std::string Plan::describe() const {
 namespace tbex {
 
 std::shared_ptr<const ConvBackwardPlan> ConvBackwardPlan::make(const ConvBackwardArgs& args) {
-  return std::make_shared<conv_bwd::Plan>(args);
+  try {
+    return std::make_shared<conv_bwd::Plan>(args);
+  } catch (const UserError& e) {
+    // A framework caller gets aclnn's status codes: the kernels' own checks (TBE codes) on the
+    // geometry these arguments imply are invalid parameters too.
+    if (e.code() == code::kAclnnNull || e.code() == code::kAclnnInvalid) throw;
+    throw UserError(code::kAclnnInvalid, e.param(), e.message() + " [" + e.code() + "]");
+  }
 }
 
 namespace {

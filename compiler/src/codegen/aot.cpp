@@ -47,17 +47,17 @@ bool is_c_identifier(const std::string& s) {
 
 Halide::Target parse_target(const std::string& s) {
   if (s == "host") return lower::host_target();
-  user_check(Halide::Target::validate_target_string(s), "", "target",
+  user_check(Halide::Target::validate_target_string(s), code::kValue, "target",
              "'" + s + "' is not a Halide target (examples: host, x86-64-linux-avx2-fma-f16c)");
   return Halide::Target(s).with_feature(Halide::Target::LargeBuffers);
 }
 
 void check_options(const AotOptions& o) {
-  user_check(is_c_identifier(o.name), "", "name",
+  user_check(is_c_identifier(o.name), code::kValue, "name",
              "'" + o.name + "' is not a C identifier (it names the kernel's function and files)");
-  user_check(!o.out_dir.empty(), "", "out_dir", "no output directory given");
+  user_check(!o.out_dir.empty(), code::kValue, "out_dir", "no output directory given");
   for (const std::string& e : o.emit)
-    user_check(kEmitKinds.count(e) > 0, "", "emit",
+    user_check(kEmitKinds.count(e) > 0, code::kValue, "emit",
                "unknown output '" + e + "' (known: static_library, object, header, cpp)");
   fs::create_directories(o.out_dir);
 }
@@ -98,7 +98,7 @@ void build_objects(const lower::Lowered& l, const AotOptions& o,
                    const Halide::Target& kt, const std::string& wrapper_c,
                    std::vector<std::string>& files) {
   const Halide::Target host = Halide::get_host_target();
-  user_check(kt.os == host.os && kt.arch == host.arch && kt.bits == host.bits, "", "target",
+  user_check(kt.os == host.os && kt.arch == host.arch && kt.bits == host.bits, code::kValue, "target",
              "static_library and object outputs link a wrapper built by the host C compiler, so "
              "the target must be for this machine's OS and architecture (" + kt.to_string() +
                  " is not); emit header,cpp instead");
@@ -128,7 +128,7 @@ std::string manifest_path(const AotOptions& o) { return o.out_dir + "/" + o.name
 std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
   if (o.runtime_only) return emit_aot_runtime(o);
   check_options(o);
-  user_check(!o.emit.empty(), "", "emit", "nothing to emit (give static_library, object, header or cpp)");
+  user_check(!o.emit.empty(), code::kValue, "emit", "nothing to emit (give static_library, object, header or cpp)");
   const Halide::Target t = parse_target(o.target);
   const Halide::Target kt = t.with_feature(Halide::Target::NoRuntime);
   validate(problem);
@@ -146,7 +146,7 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
     const lower::Decision d =
         lower::select(problem, CompileOptions{o.schedule, o.variant}, info.threads, ts);
     lower::Lowered l = lower::lower(problem, d, info.threads, ts);
-    user_check(!wants(o, "cpp") || l.variant.find("pair=2") == std::string::npos, "", "variant",
+    user_check(!wants(o, "cpp") || l.variant.find("pair=2") == std::string::npos, code::kValue, "variant",
                "variant '" + l.variant + "' (bf16 dot products) cannot be emitted as C++ source: "
                "Halide's C backend has no bf16 type; use pair=1");
     info.schedule = l.schedule;

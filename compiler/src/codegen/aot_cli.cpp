@@ -51,31 +51,33 @@ std::vector<int64_t> parse_ints(const std::string& s, const std::string& param) 
     } catch (const std::exception&) {
       used = 0;
     }
-    user_check(used == item.size() && !item.empty(), "", param.c_str(),
+    user_check(used == item.size() && !item.empty(), code::kValue, param.c_str(),
                "expected comma-separated integers, got '" + s + "'");
     out.push_back(v);
   }
-  user_check(!out.empty(), "", param.c_str(), "expected comma-separated integers, got '" + s + "'");
+  user_check(!out.empty(), code::kValue, param.c_str(), "expected comma-separated integers, got '" + s + "'");
   return out;
 }
 
 TensorSpec parse_tensor(const std::string& s, const std::string& param) {
   const size_t colon = s.rfind(':');
-  user_check(colon != std::string::npos, "", param.c_str(),
+  user_check(colon != std::string::npos, code::kValue, param.c_str(),
              "expected SHAPE:DTYPE such as 16,8,1,72,72,16:float16, got '" + s + "'");
   return {parse_ints(s.substr(0, colon), param), s.substr(colon + 1)};
 }
 
 TensorSpec tensor_from_json(const json::Value& v, const std::string& param) {
-  user_check(v.is_object(), "", param.c_str(), "expected {\"shape\": [...], \"dtype\": \"...\"}");
+  user_check(v.is_object(), code::kType, param.c_str(), "expected {\"shape\": [...], \"dtype\": \"...\"}");
   const auto dtype = v.find("dtype");
   return {json::as_ints(json::member(v, "shape", param), param),
           dtype != v.end() ? json::as_string(*dtype, param) : std::string("float16")};
 }
 
 void para_from_json(const json::Value& d, CallSpec& c) {
-  user_check(d.is_object(), "", "para_dict", "expected an object");
+  user_check(d.is_object(), code::kType, "para_dict", "expected an object");
   for (const auto& [key, v] : d.items()) {
+    // Keys of either op: tensor_bias on dW is refused with the op's other operands below.
+    check_para_dict_key(key, OpKind::kBackpropInput);
     if (v.is_null()) continue;
     if (key == "strides") c.para.strides = json::as_ints(v, "strides");
     else if (key == "pads") c.para.pads = json::as_ints(v, "pads");
@@ -85,22 +87,22 @@ void para_from_json(const json::Value& d, CallSpec& c) {
     else if (key == "groups") c.para.groups = json::as_int(v, "groups");
     else if (key == "tensor_bias") c.bias = tensor_from_json(v, "tensor_bias");
     else if (key == "group_dict") {
-      user_check(v.is_object(), "", "group_dict", "expected an object");
+      user_check(v.is_object(), code::kType, "group_dict", "expected an object");
       std::map<std::string, int64_t> gd;
       for (const auto& [gk, gv] : v.items()) gd[gk] = json::as_int(gv, "group_dict['" + gk + "']");
       c.para.group_dict = gd;
     }
-    // Other keys (framework attributes TBE passes through) do not affect the math, as in Python.
+    // The rest are TBE's pass-through attributes (para_dict_keys): no effect on the math.
   }
 }
 
 void call_from_json(const std::string& path, CallSpec& c) {
   std::ifstream f(path);
-  user_check(f.good(), "", "json", "cannot read '" + path + "'");
+  user_check(f.good(), code::kValue, "json", "cannot read '" + path + "'");
   std::stringstream ss;
   ss << f.rdbuf();
   const json::Value doc = json::parse(ss.str(), "json");
-  user_check(doc.is_object(), "", "json", "expected an object");
+  user_check(doc.is_object(), code::kValue, "json", "expected an object");
   for (const auto& [key, v] : doc.items()) {
     if (key == "op") c.op = json::as_string(v, "op");
     else if (key == "x") c.x = tensor_from_json(v, "x");
@@ -110,7 +112,7 @@ void call_from_json(const std::string& path, CallSpec& c) {
     else if (key == "filter_size") c.filter_size = json::as_ints(v, "filter_size");
     else if (key == "input_size") c.input_size = json::as_ints(v, "input_size");
     else if (key == "para_dict") para_from_json(v, c);
-    else throw UserError("", "json", "unknown key '" + key + "'");
+    else throw UserError(code::kValue, "json", "unknown key '" + key + "'");
   }
 }
 
@@ -120,7 +122,7 @@ std::map<std::string, int64_t> parse_group_dict(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     const size_t eq = item.find('=');
-    user_check(eq != std::string::npos, "", "group_dict", "expected key=value,..., got '" + s + "'");
+    user_check(eq != std::string::npos, code::kValue, "group_dict", "expected key=value,..., got '" + s + "'");
     const std::string key = item.substr(0, eq);
     gd[key] = parse_ints(item.substr(eq + 1), "group_dict['" + key + "']")[0];
   }
@@ -129,16 +131,16 @@ std::map<std::string, int64_t> parse_group_dict(const std::string& s) {
 
 template <class T>
 const T& required(const std::optional<T>& v, const char* param, const std::string& op) {
-  user_check(v.has_value(), "", param, std::string("is required for ") + op);
+  user_check(v.has_value(), code::kValue, param, std::string("is required for ") + op);
   return *v;
 }
 
 Problem make_problem(const CallSpec& c) {
-  user_check(c.op == "conv3d_backprop_filter" || c.op == "conv3d_backprop_input", "", "op",
+  user_check(c.op == "conv3d_backprop_filter" || c.op == "conv3d_backprop_input", code::kValue, "op",
              "unknown op '" + c.op + "' (known: conv3d_backprop_filter, conv3d_backprop_input)");
   const TensorSpec& dy = required(c.dy, "out_backprop", c.op);
   if (c.op == "conv3d_backprop_filter") {
-    user_check(!c.filter && !c.input_size && !c.bias, "", "op",
+    user_check(!c.filter && !c.input_size && !c.bias, code::kValue, "op",
                "conv3d_backprop_filter takes x, out_backprop and filter_size (not filter, "
                "input_size or tensor_bias)");
     const TensorSpec& x = required(c.x, "x", c.op);
@@ -146,7 +148,7 @@ Problem make_problem(const CallSpec& c) {
                                         parse_dtype(dy.dtype, "out_backprop"),
                                         required(c.filter_size, "filter_size", c.op), c.para);
   }
-  user_check(!c.x, "", "op", "conv3d_backprop_input takes filter, not x");
+  user_check(!c.x, code::kValue, "op", "conv3d_backprop_input takes filter, not x");
   const TensorSpec& f = required(c.filter, "filter", c.op);
   return make_backprop_input_problem(
       f.shape, parse_dtype(f.dtype, "filter"), dy.shape, parse_dtype(dy.dtype, "out_backprop"),
@@ -175,7 +177,7 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
       out << kUsage;
       return 0;
     }
-    user_check(a.rfind("--", 0) == 0, "", "argv", "unexpected argument '" + a + "'\n" + kUsage);
+    user_check(a.rfind("--", 0) == 0, code::kValue, "argv", "unexpected argument '" + a + "'\n" + kUsage);
     a = a.substr(2);
     if (a == "runtime-only") {
       opt.runtime_only = true;
@@ -186,7 +188,7 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
       value = a.substr(eq + 1);
       a = a.substr(0, eq);
     } else {
-      user_check(i + 1 < args.size(), "", a.c_str(), "--" + a + " needs a value");
+      user_check(i + 1 < args.size(), code::kValue, a.c_str(), "--" + a + " needs a value");
       value = args[++i];
     }
     if (a == "name") opt.name = value;
@@ -199,7 +201,7 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
     else flags[a] = value;
   }
   if (opt.runtime_only) {
-    user_check(flags.empty() && !json_file, "", "runtime-only",
+    user_check(flags.empty() && !json_file, code::kValue, "runtime-only",
                "--runtime-only takes only --name, --out and --target");
     for (const std::string& f : emit_aot_runtime(opt)) out << f << "\n";
     return 0;
@@ -220,13 +222,13 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
     else if (k == "groups") c.para.groups = parse_ints(v, "groups")[0];
     else if (k == "group-dict") c.para.group_dict = parse_group_dict(v);
     else if (k == "kernel-name") c.para.kernel_name = v;
-    else throw UserError("", k, "unknown option --" + k + "\n" + kUsage);
+    else throw UserError(code::kValue, k, "unknown option --" + k + "\n" + kUsage);
   }
-  user_check(!c.op.empty(), "", "op", "--op (or \"op\" in --json) is required");
+  user_check(!c.op.empty(), code::kValue, "op", "--op (or \"op\" in --json) is required");
   if (opt.name.empty()) opt.name = c.para.kernel_name;
-  user_check(!opt.name.empty(), "", "name", "--name (or para_dict kernel_name) is required");
+  user_check(!opt.name.empty(), code::kValue, "name", "--name (or para_dict kernel_name) is required");
   if (c.para.kernel_name.empty()) c.para.kernel_name = opt.name;
-  user_check(!opt.out_dir.empty(), "", "out", "--out DIR is required");
+  user_check(!opt.out_dir.empty(), code::kValue, "out", "--out DIR is required");
   const Problem p = make_problem(c);
   for (const std::string& f : emit_aot(p, opt)) out << f << "\n";
   return 0;

@@ -66,7 +66,7 @@ std::vector<Operand> operands(const Problem& p) {
   ops.push_back({"out", p.output_shape(), kernel_output_extents(p), p.res_dtype, true});
   for (const Operand& o : ops)
     for (size_t i = 0; i < o.extents.size(); ++i)
-      user_check(count({o.extents.begin() + i, o.extents.end()}) <= INT32_MAX, "", o.name.c_str(),
+      user_check(count({o.extents.begin() + i, o.extents.end()}) <= INT32_MAX, code::kRange, o.name.c_str(),
                  "an AOT kernel's buffer strides must fit in 32 bits; shape (" + list(o.shape) +
                      ") is too large");
   return ops;

@@ -107,13 +107,13 @@ void enforce_cap() {
 
 int64_t cache_max_bytes() {
   const long long mb = knobs::get_int("TBEX_CACHE_MAX_MB");
-  user_check(mb >= 0, "", "TBEX_CACHE_MAX_MB",
+  user_check(mb >= 0, code::kValue, "TBEX_CACHE_MAX_MB",
              "TBEX_CACHE_MAX_MB=" + std::to_string(mb) + " is negative (0 means no cap)");
   return (int64_t)mb << 20;
 }
 
 PruneResult prune_cache(int64_t max_bytes, const std::string& dir) {
-  user_check(max_bytes >= 0, "", "max_bytes", "max_bytes=" + std::to_string(max_bytes) + " is negative");
+  user_check(max_bytes >= 0, code::kValue, "max_bytes", "max_bytes=" + std::to_string(max_bytes) + " is negative");
   const std::string root = dir.empty() ? cache_dir() : dir;
   const std::vector<disk::Entry> entries = disk::scan(root);
   PruneResult r;

@@ -78,7 +78,7 @@ std::string shape_str(const std::vector<int64_t>& v) {
 }
 
 void check_input_count(size_t want, size_t got) {
-  user_check(got == want, "", "inputs",
+  user_check(got == want, code::kListLength, "inputs",
              "expected " + std::to_string(want) + " inputs, got " + std::to_string(got));
 }
 
@@ -89,10 +89,10 @@ struct BufferView {
 
   BufferView(const TensorArg& t, const char* name, const std::vector<int64_t>& want_shape,
              DType want_dtype) {
-    user_check(t.data != nullptr, "", name, "data pointer is null");
-    user_check(t.shape == want_shape, "", name,
+    user_check(t.data != nullptr, code::kValue, name, "data pointer is null");
+    user_check(t.shape == want_shape, code::kValue, name,
                "shape " + shape_str(t.shape) + " does not match the kernel's " + shape_str(want_shape));
-    user_check(t.dtype == want_dtype, "", name,
+    user_check(t.dtype == want_dtype, code::kValue, name,
                std::string("dtype ") + dtype_name(t.dtype) + " does not match the kernel's " +
                    dtype_name(want_dtype));
     std::vector<int64_t> strides = t.strides;
@@ -100,13 +100,13 @@ struct BufferView {
       strides.assign(t.shape.size(), 1);
       for (int i = (int)t.shape.size() - 2; i >= 0; --i) strides[i] = strides[i + 1] * t.shape[i + 1];
     }
-    user_check(strides.size() == t.shape.size(), "", name, "strides and shape differ in rank");
-    user_check(strides.back() == 1, "", name,
+    user_check(strides.size() == t.shape.size(), code::kRank, name, "strides and shape differ in rank");
+    user_check(strides.back() == 1, code::kValue, name,
                "the innermost dimension must be contiguous (stride 1), got stride " +
                    std::to_string(strides.back()));
     const int rank = (int)t.shape.size();
     for (int i = rank - 1; i >= 0; --i) {
-      user_check(strides[i] >= 0 && strides[i] <= INT32_MAX, "", name,
+      user_check(strides[i] >= 0 && strides[i] <= INT32_MAX, code::kRange, name,
                  "stride " + std::to_string(strides[i]) + " is out of range");
       dims.push_back(halide_dimension_t(0, (int32_t)t.shape[i], (int32_t)strides[i]));
     }

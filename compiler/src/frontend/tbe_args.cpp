@@ -6,24 +6,29 @@
 #include "tbex/errors.h"
 #include "tbex/layout.h"
 #include "tbex/problem.h"
+#include "tbe_args.h"
 
 namespace tbex {
 namespace {
 
 void check_len(const std::vector<int64_t>& v, size_t n, const char* param) {
-  user_check(v.size() == n, "", param,
-             "expected " + std::to_string(n) + " values, got " + std::to_string(v.size()) + " " +
-                 list_str(v));
+  user_check(v.size() == n, code::kListLength, param,
+             "should be a " + std::to_string(n) + "d list, got " + std::to_string(v.size()) +
+                 " values " + list_str(v));
 }
 
+/** Every value a positive int tbex can index with (TBE's dimension bound, kMaxDim). */
 void check_positive(const std::vector<int64_t>& v, const char* param) {
-  for (int64_t d : v)
-    user_check(d > 0, "", param, "every value must be > 0, got " + list_str(v));
+  for (int64_t d : v) {
+    user_check(d > 0, code::kNotPositive, param, "must be a positive int, got " + list_str(v));
+    check_range(d, 1, kMaxDim, param, "every value of " + list_str(v));
+  }
 }
 
 /** 6HD operand: 6 dims > 0 and C0 == 16. */
 void check_6hd(const std::vector<int64_t>& s, const char* param) {
-  check_len(s, 6, param);
+  user_check(s.size() == 6, code::kRank, param,
+             "dim of the 6HD shape must be 6, got " + std::to_string(s.size()) + " " + list_str(s));
   check_positive(s, param);
   user_check(s[5] == kC0, "E62511", param,
              "C0 (last dim of the 6HD shape " + list_str(s) + ") must be 16, got " + std::to_string(s[5]));
@@ -70,15 +75,17 @@ void parse_window(ConvGeometry& g, const ParaDict& para, const AxisOrder& order,
   check_len(strides, five_strides ? 5 : 3, "strides");
   check_positive(strides, "strides");
   if (five_strides)
-    user_check(strides[order.nc[0]] == 1 && strides[order.nc[1]] == 1, "", "strides",
+    user_check(strides[order.nc[0]] == 1 && strides[order.nc[1]] == 1, code::kValue, "strides",
                "stride on N and C" + where + list_str(strides));
   check_len(pads, 6, "pads");
   check_len(dil, 5, "dilations");
   user_check(dil[order.nc[0]] == 1 && dil[order.nc[1]] == 1, "E62510", "dilations",
              "dilation on N and C" + where + list_str(dil));
   check_positive(dil, "dilations");
-  for (int i = 0; i < 6; ++i)
-    user_check(pads[i] >= 0, "", "pads", "every pad must be >= 0, got " + list_str(pads));
+  for (int i = 0; i < 6; ++i) {
+    user_check(pads[i] >= 0, code::kValue, "pads", "every pad should be >= 0, actual " + list_str(pads));
+    check_range(pads[i], 0, kMaxDim, "pads", "every value of " + list_str(pads));
+  }
   for (int i = 0; i < 3; ++i) {
     g.stride[i] = five_strides ? strides[order.dhw[i]] : strides[i];
     g.dilation[i] = dil[order.dhw[i]];
@@ -86,68 +93,8 @@ void parse_window(ConvGeometry& g, const ParaDict& para, const AxisOrder& order,
   for (int i = 0; i < 6; ++i) g.pads[i] = pads[i];
 }
 
-/** Resolves Cin and groups and checks a caller's group_dict against the derived one
- * (docs/group_dict.md). */
-void resolve_groups(ConvGeometry& g, int64_t cin_pg, const ParaDict& para,
-                    std::optional<int64_t> cin_known) {
-  std::optional<int64_t> cin = cin_known;
-  std::string cin_from = "filter_size";  // named when Cin and the filter disagree
-  const auto& gd = para.group_dict;
-  if (gd) {
-    for (const auto& [key, value] : *gd) {
-      static const char* known[] = {"real_g", "mag_factor", "cin1_g", "cout_g", "cin_ori",
-                                    "cout_ori", "groups"};
-      bool ok = false;
-      for (const char* k : known) ok |= key == k;
-      user_check(ok, "", "group_dict", "unknown key '" + key + "'");
-    }
-    if (!cin && gd->count("cin_ori")) {
-      cin = gd->at("cin_ori");
-      cin_from = "group_dict['cin_ori']";
-    }
-  }
-  int64_t groups = 0;
-  if (para.groups) groups = *para.groups;
-  else if (gd && gd->count("groups")) groups = gd->at("groups");
-  if (para.groups || (gd && gd->count("groups")))
-    user_check(groups > 0, "E60038", "groups", "groups must be > 0, got " + std::to_string(groups));
-  if (!cin) cin = (groups > 0 ? groups : 1) * cin_pg;
-  user_check(*cin > 0, "", cin_from.c_str(), "input channels must be > 0, got " + std::to_string(*cin));
-  // TBE's DSL carries groups only in group_dict (Cin over the filter's C, then checked against
-  // every key); without either, groups is 1 as in TBE's operators, so a filter C that disagrees
-  // with Cin is an error.
-  if (groups == 0 && !gd) groups = 1;
-  if (groups == 0) {
-    user_check(*cin % cin_pg == 0, "E60010", cin_from.c_str(),
-               "Cin " + std::to_string(*cin) + " is not a multiple of the filter's channels " +
-                   std::to_string(cin_pg) + " (Cin must equal filter C * groups)");
-    groups = *cin / cin_pg;
-  }
-  user_check(*cin == cin_pg * groups, "E60010", cin_from.c_str(),
-             "Cin " + std::to_string(*cin) + " != filter C " + std::to_string(cin_pg) +
-                 " * groups " + std::to_string(groups));
-  g.cin = *cin;
-  g.groups = groups;
-  const GroupDict derived = derive_group_dict(g.cin, g.cout, groups);
-  if (gd) {
-    const std::pair<const char*, int64_t> fields[] = {
-        {"real_g", derived.real_g}, {"mag_factor", derived.mag_factor},
-        {"cin1_g", derived.cin1_g}, {"cout_g", derived.cout_g},
-        {"cin_ori", derived.cin_ori}, {"cout_ori", derived.cout_ori}};
-    for (const auto& [key, want] : fields) {
-      auto it = gd->find(key);
-      if (it == gd->end()) continue;
-      user_check(it->second == want, "E60038", (std::string("group_dict['") + key + "']").c_str(),
-                 "is " + std::to_string(it->second) + " but the shapes (Cin=" +
-                     std::to_string(g.cin) + ", Cout=" + std::to_string(g.cout) +
-                     ", groups=" + std::to_string(groups) + ") give " + std::to_string(want) +
-                     "; derived group_dict " + derived.to_string());
-    }
-  }
-}
-
 void check_dtypes(DType a, DType b, const char* a_name, const char* b_name) {
-  user_check(a == b, "", b_name,
+  user_check(a == b, code::kValue, b_name,
              std::string("dtype ") + dtype_name(b) + " differs from " + a_name + "'s dtype " +
                  dtype_name(a) + "; both must be the same (float16, bfloat16 or float32)");
 }
@@ -179,7 +126,7 @@ Problem make_backprop_filter_problem(const std::vector<int64_t>& x_shape, DType 
                "is " + std::to_string(para.group_dict->at("cout_ori")) +
                    " but filter_size gives Cout " + std::to_string(g.cout));
   parse_window(g, para, kNDCHW, /*five_strides=*/false);
-  resolve_groups(g, filter_size[2], para, std::nullopt);
+  frontend::resolve_groups(g, filter_size[2], para, std::nullopt, x_shape[2]);
   const bool cin_from_gd = !para.groups && para.group_dict && para.group_dict->count("cin_ori");
   user_check(g.cin1() == x_shape[2], "E60010", cin_from_gd ? "group_dict['cin_ori']" : "x",
              "C1 " + std::to_string(x_shape[2]) + " of x does not hold Cin = filter C " +
@@ -194,7 +141,9 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
                                     const std::vector<int64_t>& filter_size,
                                     const std::vector<int64_t>& input_size, const ParaDict& para,
                                     const std::vector<int64_t>& bias_shape, DType bias_dtype) {
-  check_len(filter_shape, 4, "filter");
+  user_check(filter_shape.size() == 4, code::kRank, "filter",
+             "dim of the FRACTAL_Z_3D shape must be 4, got " + std::to_string(filter_shape.size()) +
+                 " " + list_str(filter_shape));
   check_positive(filter_shape, "filter");
   user_check(filter_shape[2] == kC0 && filter_shape[3] == kC0, "E62511", "filter",
              "FRACTAL_Z_3D shape " + list_str(filter_shape) + " must end in (16, 16)");
@@ -209,7 +158,7 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
   ConvGeometry g = sizes(input_size[0], "input_size", {input_size[1], input_size[2], input_size[3]},
                          dy_shape, {filter_size[2], filter_size[3], filter_size[4]}, filter_size[0]);
   parse_window(g, para, kNDHWC, /*five_strides=*/true);
-  resolve_groups(g, filter_size[1], para, input_size[4]);
+  frontend::resolve_groups(g, filter_size[1], para, input_size[4], std::nullopt);
   check_dy_blocks(g, dy_shape);
   const auto want = shape_fz3d({g.cout, g.cin_pg(), g.kernel[0], g.kernel[1], g.kernel[2]}, g.groups);
   user_check(filter_shape == want, "E60010", "filter",
@@ -218,7 +167,7 @@ Problem make_backprop_input_problem(const std::vector<int64_t>& filter_shape, DT
                  list_str(want));
   std::optional<DType> bias;
   if (!bias_shape.empty()) {
-    user_check(bias_shape.size() == 1 && bias_shape[0] == g.cin, "", "tensor_bias",
+    user_check(bias_shape.size() == 1 && bias_shape[0] == g.cin, code::kValue, "tensor_bias",
                "shape " + list_str(bias_shape) + " must be [Cin] = [" + std::to_string(g.cin) + "]");
     bias = bias_dtype;
   }

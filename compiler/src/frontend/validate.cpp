@@ -3,8 +3,6 @@
  *
  * Ascend hardware limits (stride <= 63, sizes <= 4096, pad < kernel, buffer sizes) are
  * deliberately not enforced: a CPU computes those problems. */
-#include <climits>
-
 #include "tbex/errors.h"
 #include "tbex/problem.h"
 
@@ -21,10 +19,8 @@ constexpr int64_t kMaxBytes = int64_t(1) << 46;
 void check_bytes(const std::vector<int64_t>& shape, DType t, const char* param) {
   int64_t bytes = (int64_t)dtype_size(t);
   for (int64_t d : shape) {
-    user_check(d <= INT32_MAX, "", param,
-               "dimension " + std::to_string(d) + " of shape " + list_str(shape) + " exceeds 2^31-1");
-    user_check(d == 0 || bytes <= kMaxBytes / d, "", param,
-               "tensor of shape " + list_str(shape) + " is too large (more than 2^46 bytes)");
+    user_check(d == 0 || bytes <= kMaxBytes / d, code::kSize, param,
+               "size of the tensor of shape " + list_str(shape) + " exceeds 2^46 bytes");
     bytes *= d;
   }
 }
@@ -58,22 +54,32 @@ void check_spatial(const ConvGeometry& g, bool forward) {
 /** Every size, stride and dilation > 0 and every pad >= 0 (the TBE frontends check their own
  * spelling of these first; a hand-built or framework geometry is checked here). */
 void check_geometry(const ConvGeometry& g) {
-  user_check(g.n > 0 && g.cin > 0 && g.cout > 0, "", "shape",
-             "N, Cin, Cout must be > 0, got N=" + std::to_string(g.n) + ", Cin=" +
-                 std::to_string(g.cin) + ", Cout=" + std::to_string(g.cout));
-  for (int i = 0; i < 3; ++i) {
-    user_check(g.in[i] > 0 && g.out[i] > 0 && g.kernel[i] > 0, "", "shape",
-               std::string("spatial sizes must be > 0 (dim ") + kDimName[i] + "), got input " +
-                   std::to_string(g.in[i]) + ", output " + std::to_string(g.out[i]) +
-                   ", kernel " + std::to_string(g.kernel[i]));
-    user_check(g.stride[i] > 0 && g.dilation[i] > 0, "", "strides",
-               std::string("strides and dilations must be > 0 (dim ") + kDimName[i] +
-                   "), got stride " + std::to_string(g.stride[i]) + ", dilation " +
-                   std::to_string(g.dilation[i]));
+  const std::pair<const char*, int64_t> counts[] = {{"N", g.n}, {"Cin", g.cin}, {"Cout", g.cout}};
+  for (const auto& [name, v] : counts) {
+    user_check(v > 0, code::kNotPositive, "shape",
+               std::string(name) + " must be a positive int, got N=" + std::to_string(g.n) +
+                   ", Cin=" + std::to_string(g.cin) + ", Cout=" + std::to_string(g.cout));
+    check_range(v, 1, kMaxDim, "shape", name);
   }
-  for (int i = 0; i < 6; ++i)
-    user_check(g.pads[i] >= 0, "", "pads",
-               "every pad must be >= 0, got " + list_str({g.pads.begin(), g.pads.end()}));
+  for (int i = 0; i < 3; ++i) {
+    const std::string dim = kDimName[i];
+    const std::pair<const char*, int64_t> sizes[] = {
+        {"shape", g.in[i]}, {"shape", g.out[i]}, {"shape", g.kernel[i]},
+        {"strides", g.stride[i]}, {"dilations", g.dilation[i]}};
+    for (const auto& [param, v] : sizes) {
+      user_check(v > 0, code::kNotPositive, param,
+                 "sizes, strides and dilations must be positive ints (dim " + dim + "), got input " +
+                     std::to_string(g.in[i]) + ", output " + std::to_string(g.out[i]) + ", kernel " +
+                     std::to_string(g.kernel[i]) + ", stride " + std::to_string(g.stride[i]) +
+                     ", dilation " + std::to_string(g.dilation[i]));
+      check_range(v, 1, kMaxDim, param, "dim " + dim);
+    }
+  }
+  const std::vector<int64_t> pads(g.pads.begin(), g.pads.end());
+  for (int64_t p : pads) {
+    user_check(p >= 0, code::kValue, "pads", "every pad should be >= 0, actual " + list_str(pads));
+    check_range(p, 0, kMaxDim, "pads", "every value of " + list_str(pads));
+  }
 }
 
 /** The filter packing's group_dict. The forward conv's filter is the FRACTAL_Z_3D of the
@@ -91,12 +97,12 @@ Problem make_problem(OpKind op, const ConvGeometry& geo, DType in_dtype, DType r
   check_geometry(geo);
   // E60038 in the conv's own Cin / Cout terms, whichever way the filter is packed.
   derive_group_dict(geo.cin, geo.cout, geo.groups);
-  user_check(op != OpKind::kBackpropFilter || res_dtype == DType::kFloat32, "", "res_dtype",
+  user_check(op != OpKind::kBackpropFilter || res_dtype == DType::kFloat32, code::kValue, "res_dtype",
              std::string("conv3d_backprop_filter computes float32, got ") + dtype_name(res_dtype));
   if (bias_dtype) {
-    user_check(op == OpKind::kBackpropInput, "", "tensor_bias",
+    user_check(op == OpKind::kBackpropInput, code::kValue, "tensor_bias",
                std::string("only conv3d_backprop_input takes a bias, not ") + op_name(op));
-    user_check(*bias_dtype == DType::kFloat32 || *bias_dtype == in_dtype, "", "tensor_bias",
+    user_check(*bias_dtype == DType::kFloat32 || *bias_dtype == in_dtype, code::kValue, "tensor_bias",
                std::string("dtype ") + dtype_name(*bias_dtype) + " must be float32 or " +
                    dtype_name(in_dtype));
   }
@@ -118,8 +124,10 @@ void validate(const Problem& p) {
   check_geometry(g);
   check_spatial(g, p.op == OpKind::kForward);
   internal_check(filter_group_dict(p.op, g) == p.group, "group_dict out of sync with the geometry");
-  for (const auto& s : p.input_shapes()) check_bytes(s, DType::kFloat32, "shape");
-  check_bytes(p.output_shape(), DType::kFloat32, "shape");
+  const auto shapes = p.input_shapes();
+  const auto names = p.input_names();
+  for (size_t i = 0; i < shapes.size(); ++i) check_bytes(shapes[i], DType::kFloat32, names[i].c_str());
+  check_bytes(p.output_shape(), DType::kFloat32, "output");
   // Kernel-internal staging holds the padded input in fp32.
   check_bytes({g.n, g.in[0] + g.pads[0] + g.pads[1], g.cin1(), g.in[1] + g.pads[2] + g.pads[3],
                g.in[2] + g.pads[4] + g.pads[5], kC0},

@@ -28,7 +28,7 @@ const S* named(const std::vector<const S*>& reg, const Problem& p, const std::st
   if (const S* s = sched::find_schedule(reg, name)) return s;
   std::string names;
   for (const S* s : reg) names += (names.empty() ? "" : ", ") + s->name();
-  throw UserError("", "schedule", "unknown schedule '" + name + "' for " + op_name(p.op) +
+  throw UserError(code::kValue, "schedule", "unknown schedule '" + name + "' for " + op_name(p.op) +
                                       " (known: auto, " + names + ")");
 }
 
@@ -37,7 +37,7 @@ template <class S>
 const S* applicable(const std::vector<const S*>& reg, const Problem& p, const std::string& name) {
   const S* s = named(reg, p, name);
   const std::string why = s->why_not(p);
-  user_check(why.empty(), "", "schedule",
+  user_check(why.empty(), code::kValue, "schedule",
              "'" + name + "' does not apply to " + p.canonical() + ": " + why);
   return s;
 }
@@ -144,7 +144,7 @@ Decision select_in(const std::vector<const S*>& reg, const Problem& p,
     const S* s = applicable(reg, p, request.schedule);
     // A requested variant need not be one of the candidates (tiling experiments); its fields are
     // checked when the schedule parses it.
-    user_check(request.variant.empty() || !s->candidates(p, ctx).empty(), "", "variant",
+    user_check(request.variant.empty() || !s->candidates(p, ctx).empty(), code::kValue, "variant",
                "schedule '" + s->name() + "' has no tile variants (got '" + request.variant + "')");
     d = Decision{s->name(), request.variant, "requested"};
   } else if (!tuned(reg, p, ctx, d)) {
@@ -177,7 +177,7 @@ Halide::Target host_target() {
 
 Decision select(const Problem& p, const CompileOptions& request, int threads,
                 const Halide::Target& target) {
-  user_check(request.variant.empty() || request.schedule != "auto", "", "variant",
+  user_check(request.variant.empty() || request.schedule != "auto", code::kValue, "variant",
              "variant '" + request.variant + "' needs a named schedule, not auto");
   const sched::Context ctx{target, threads, ""};
   return on_registry(p.op, [&](const auto& reg) { return select_in(reg, p, request, ctx); });
@@ -185,7 +185,7 @@ Decision select(const Problem& p, const CompileOptions& request, int threads,
 
 std::vector<std::string> candidates(const Problem& p, const std::string& name, int threads,
                                     const Halide::Target& target) {
-  user_check(name != "auto", "", "schedule", "candidates need a named schedule, not auto");
+  user_check(name != "auto", code::kValue, "schedule", "candidates need a named schedule, not auto");
   const sched::Context ctx{target, threads, ""};
   return on_registry(p.op, [&](const auto& reg) {
     return applicable(reg, p, name)->candidates(p, ctx);

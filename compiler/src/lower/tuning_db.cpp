@@ -56,7 +56,7 @@ std::vector<Row> parse(const std::string& path, const std::string& text) {
     const json::Value v = json::parse(text, kParam);
     const json::Value& entries = json::member(v, "entries", kParam);
     if (json::as_string(json::member(v, "format", kParam), "format") != kFormat || !entries.is_array())
-      throw UserError("", kParam, std::string("not a ") + kFormat + " file");
+      throw UserError(code::kValue, kParam, std::string("not a ") + kFormat + " file");
     for (const json::Value& e : entries) rows.push_back(row_of(e));
   } catch (const UserError& e) {
     rows.clear();

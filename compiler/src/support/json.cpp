@@ -1,6 +1,7 @@
 #include "support/json.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "tbex/errors.h"
 
@@ -23,7 +24,7 @@ Value parse(const std::string& text, const std::string& param) {
     // the part after the library's tag (it names the position).
     std::string what = e.what();
     if (const size_t tag = what.find("] "); tag != std::string::npos) what = what.substr(tag + 2);
-    throw UserError("", param, "invalid JSON: " + what);
+    throw UserError(code::kValue, param, "invalid JSON: " + what);
   }
 }
 
@@ -32,35 +33,39 @@ std::string to_text(const Value& v) {
 }
 
 int64_t as_int(const Value& v, const std::string& param) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    throw UserError(code::kRange, param, "must be in range [-2^63, 2^63-1], got " + shown(v));
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {
     const double d = v.get<double>();
     if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.2e18) return (int64_t)d;
+    if (std::isfinite(d) && std::floor(d) == d)
+      throw UserError(code::kRange, param, "must be in range [-2^63, 2^63-1], got " + shown(v));
   }
-  throw UserError("", param, "expected an integer, got " + shown(v));
+  throw UserError(code::kType, param, "expected an integer, got " + shown(v));
 }
 
 double as_number(const Value& v, const std::string& param) {
-  if (!v.is_number()) throw UserError("", param, "expected a number, got " + shown(v));
+  if (!v.is_number()) throw UserError(code::kType, param, "expected a number, got " + shown(v));
   return v.get<double>();
 }
 
 std::vector<int64_t> as_ints(const Value& v, const std::string& param) {
-  if (!v.is_array()) throw UserError("", param, "expected a list of integers, got " + shown(v));
+  if (!v.is_array()) throw UserError(code::kType, param, "expected a list of integers, got " + shown(v));
   std::vector<int64_t> out;
   for (const Value& e : v) out.push_back(as_int(e, param));
   return out;
 }
 
 std::string as_string(const Value& v, const std::string& param) {
-  if (!v.is_string()) throw UserError("", param, "expected a string, got " + shown(v));
+  if (!v.is_string()) throw UserError(code::kType, param, "expected a string, got " + shown(v));
   return v.get<std::string>();
 }
 
 const Value& member(const Value& v, const std::string& key, const std::string& param) {
-  if (!v.is_object()) throw UserError("", param, "expected an object, got " + shown(v));
+  if (!v.is_object()) throw UserError(code::kType, param, "expected an object, got " + shown(v));
   const auto it = v.find(key);
-  if (it == v.end()) throw UserError("", param, "missing \"" + key + "\"");
+  if (it == v.end()) throw UserError(code::kValue, param, "missing \"" + key + "\"");
   return *it;
 }
 

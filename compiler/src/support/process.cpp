@@ -57,7 +57,7 @@ std::string run_tool(const std::vector<std::string>& argv, const std::string& pa
   const std::string tail = hint.empty() ? "" : "\n(" + hint + ")";
   OutputFile out;
   if (out.fd < 0)
-    throw UserError("", param, "cannot run " + tool + ": no temporary file for its output (" +
+    throw UserError(code::kValue, param, "cannot run " + tool + ": no temporary file for its output (" +
                                    std::strerror(errno) + ")" + tail);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -71,7 +71,7 @@ std::string run_tool(const std::vector<std::string>& argv, const std::string& pa
   const int rc = ::posix_spawnp(&pid, tool.c_str(), &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
-    throw UserError("", param, "cannot run " + tool + " (" + std::strerror(rc) + "): " + cmd + tail);
+    throw UserError(code::kValue, param, "cannot run " + tool + " (" + std::strerror(rc) + "): " + cmd + tail);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) {
@@ -83,7 +83,7 @@ std::string run_tool(const std::vector<std::string>& argv, const std::string& pa
   const std::string how = status < 0           ? "could not be waited for"
                           : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
                                                 : "exited with status " + std::to_string(WEXITSTATUS(status));
-  throw UserError("", param, tool + " " + how + ": " + cmd + "\n" + output + tail);
+  throw UserError(code::kValue, param, tool + " " + how + ": " + cmd + "\n" + output + tail);
 }
 
 }  // namespace tbex::support

@@ -182,7 +182,7 @@ TuneResult tune(const Problem& problem, const TuneOptions& options) {
     }
     if (i == 0 && options.schedules.empty()) result.default_ms = c.ms;
   }
-  user_check(best >= 0, "", "problem", "no candidate schedule ran for " + problem.canonical());
+  user_check(best >= 0, code::kValue, "problem", "no candidate schedule ran for " + problem.canonical());
   confirm_winner(problem, ops, options, result);
   if (log_tune)
     log::print("tune", "  fastest: " + result.schedule +
