@@ -48,14 +48,16 @@ std::vector<int64_t> parse_ints(const std::string& s, const std::string& param) 
     long long v = 0;
     try {
       v = std::stoll(item, &used);
+    } catch (const std::out_of_range&) {
+      throw UserError(code::kRange, param, "must be in range [-2^63, 2^63-1], got " + item);
     } catch (const std::exception&) {
       used = 0;
     }
-    user_check(used == item.size() && !item.empty(), code::kValue, param.c_str(),
+    user_check(used == item.size() && !item.empty(), code::kType, param.c_str(),
                "expected comma-separated integers, got '" + s + "'");
     out.push_back(v);
   }
-  user_check(!out.empty(), code::kValue, param.c_str(), "expected comma-separated integers, got '" + s + "'");
+  user_check(!out.empty(), code::kType, param.c_str(), "expected comma-separated integers, got '" + s + "'");
   return out;
 }
 
