@@ -393,6 +393,26 @@ TEST(AclnnErrors, DilationValues) {
   }
 }
 
+// Values whose geometry arithmetic overflowed int64 were once accepted and ran to finite garbage.
+TEST(AclnnErrors, HugeWindowValuesAreRefused) {
+  const int64_t kBig = INT64_MAX;
+  {
+    Call c;
+    c.set_padding({kBig, kBig, 0});
+    expect_failure(c, ACLNN_ERR_PARAM_INVALID, {"padding"});
+  }
+  {
+    Call c;
+    c.set_dilation({1, kBig, 1});
+    expect_failure(c, ACLNN_ERR_PARAM_INVALID, {"dilation"});
+  }
+  {
+    Call c;
+    c.set_stride({int64_t(1) << 31, 1, 1});
+    expect_failure(c, ACLNN_ERR_PARAM_INVALID, {"stride"});
+  }
+}
+
 TEST(AclnnErrors, OutputPaddingWithoutTransposed) {
   Call c;
   c.set_out_pad({0, 1, 0});
