@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "tbex/conv_backward.h"
 #include "tbex/kernel.h"
@@ -53,6 +54,38 @@ struct KernelProblems {
   std::optional<Problem> dx, dw;
 };
 KernelProblems kernel_problems(const ConvBackwardArgs& a, const Checked& c);
+
+inline float load_f32(const void* p, int64_t i, DType t) {
+  switch (t) {
+    case DType::kFloat32: return static_cast<const float*>(p)[i];
+    case DType::kFloat16: return half_to_float(static_cast<const uint16_t*>(p)[i]);
+    case DType::kBFloat16: return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+  }
+  return 0.0f;
+}
+
+inline void store_f32(void* p, int64_t i, DType t, float v) {
+  switch (t) {
+    case DType::kFloat32: static_cast<float*>(p)[i] = v; return;
+    case DType::kFloat16: static_cast<uint16_t*>(p)[i] = float_to_half(v); return;
+    case DType::kBFloat16: static_cast<uint16_t*>(p)[i] = float_to_bf16(v); return;
+  }
+}
+
+/** Operands without their NaN / Inf (conv_backward_nonfinite.cpp): dense copies where those
+ * values (as rounded to the compute dtype) are 0, for the kernels. */
+struct Sanitized {
+  std::vector<std::vector<char>> bufs;
+  std::vector<View5> views;
+  /** Appends src's copy to views and returns true when src holds a NaN or Inf; else false. */
+  bool copy(const View5& src, DType compute);
+};
+
+/** Gives every element of `out` (the result of kernel `op` on the sanitized operands of conv C)
+ * the class the IEEE sum of its terms has, the terms read from the caller's own x, w, dy
+ * (conv C's: a transposed conv's grad_output is C's x and its input C's dy). */
+void apply_nonfinite(OpKind op, const ConvGeometry& g, const View5& x, const View5& w,
+                     const View5& dy, DType compute, const View5& out);
 
 /** Where each packed operand sits in the workspace (bytes from its start, 64-byte aligned). */
 struct Layout {

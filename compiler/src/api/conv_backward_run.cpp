@@ -24,23 +24,6 @@ void zero_fill(const View5& v) {
           }
 }
 
-float load_f32(const void* p, int64_t i, DType t) {
-  switch (t) {
-    case DType::kFloat32: return static_cast<const float*>(p)[i];
-    case DType::kFloat16: return half_to_float(static_cast<const uint16_t*>(p)[i]);
-    case DType::kBFloat16: return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
-  }
-  return 0.0f;
-}
-
-void store_f32(void* p, int64_t i, DType t, float v) {
-  switch (t) {
-    case DType::kFloat32: static_cast<float*>(p)[i] = v; return;
-    case DType::kFloat16: static_cast<uint16_t*>(p)[i] = float_to_half(v); return;
-    case DType::kBFloat16: static_cast<uint16_t*>(p)[i] = float_to_bf16(v); return;
-  }
-}
-
 /** grad_bias[c] = sum of dy[n, c, ...] (fp64 accumulation, rounded once). */
 void bias_sum(const View5& dy, const View5& gb) {
   const auto& s = dy.shape;
@@ -135,15 +118,22 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
   const PackRound round = a.cube_math_type == 3 ? PackRound::kHf32 : PackRound::kNone;
   const Layout& l = layout_;
   StepTimer timer;
+  // Conv C's x and dy (docs: conv_backward_impl.h): a transposed conv swaps them.
+  const View5& cx = a.transposed ? go : in;
+  const View5& cdy = a.transposed ? in : go;
   if (dx_) {
     const Problem& p = dx_->problem();
     const DType t = p.in_dtype;
     void* wbuf = ws + l.dx_w;
     void* gobuf = ws + l.dx_go;
     void* obuf = ws + l.dx_out;
-    pack_fz3d(w, a.groups, /*transpose_groups=*/a.transposed, wbuf, t, round);
+    // NaN / Inf: the kernel runs without them, their terms are applied after it.
+    Sanitized clean;
+    const View5 w_k = clean.copy(w, t) ? clean.views.back() : w;
+    const View5 go_k = clean.copy(go, t) ? clean.views.back() : go;
+    pack_fz3d(w_k, a.groups, /*transpose_groups=*/a.transposed, wbuf, t, round);
     // dX reads grad_output as C's dy; the forward conv reads it as C's input x.
-    pack_6hd(go, gobuf, t, round);
+    pack_6hd(go_k, gobuf, t, round);
     timer.step("pack grad_output+weight");
     const auto ins = p.input_shapes();
     const TensorArg wa{wbuf, ins[a.transposed ? 1 : 0], {}, t};
@@ -153,6 +143,10 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     timer.step(a.transposed ? "conv3d kernel" : "dX kernel");
     unpack_6hd(obuf, p.res_dtype, out[0]);
     timer.step("unpack grad_input");
+    if (!clean.views.empty()) {
+      apply_nonfinite(p.op, checked_.geo, cx, w, cdy, t, out[0]);
+      timer.step("NaN/Inf terms");
+    }
   }
   if (dw_) {
     const Problem& p = dw_->problem();
@@ -160,8 +154,12 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     void* gobuf = ws + l.dw_go;
     void* inbuf = ws + l.dw_in;
     void* obuf = ws + l.dw_out;
-    if (!l.share_go) pack_6hd(go, gobuf, t, round);
-    pack_6hd(in, inbuf, t, round);
+    Sanitized clean;
+    const View5 go_k = clean.copy(go, t) ? clean.views.back() : go;
+    const View5 in_k = clean.copy(in, t) ? clean.views.back() : in;
+    // A shared pack is dX's grad_output, cleaned the same way (same compute dtype).
+    if (!l.share_go) pack_6hd(go_k, gobuf, t, round);
+    pack_6hd(in_k, inbuf, t, round);
     timer.step(l.share_go ? "pack input" : "pack input+grad_output");
     void* xbuf = a.transposed ? gobuf : inbuf;
     void* dybuf = a.transposed ? inbuf : gobuf;
@@ -170,6 +168,10 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     timer.step("dW kernel");
     unpack_fz3d(obuf, p.res_dtype, a.groups, out[1]);
     timer.step("unpack grad_weight");
+    if (!clean.views.empty()) {
+      apply_nonfinite(OpKind::kBackpropFilter, checked_.geo, cx, w, cdy, t, out[1]);
+      timer.step("NaN/Inf terms");
+    }
   }
   if (a.output_mask[2]) {
     bias_sum(go, out[2]);
