@@ -1,6 +1,7 @@
 #include "tbex/pack.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -31,10 +32,25 @@ template <> struct Elem<DType::kBFloat16> {
   static S put(float f) { return float_to_bf16(f); }
 };
 
+/** Whether a stored value is NaN or Inf (exponent all ones). */
+template <DType T>
+bool not_finite(typename Elem<T>::S v) {
+  if constexpr (T == DType::kFloat32) {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return (b & 0x7f800000u) == 0x7f800000u;
+  } else if constexpr (T == DType::kFloat16) {
+    return (v & 0x7c00u) == 0x7c00u;
+  } else {
+    return (v & 0x7f80u) == 0x7f80u;
+  }
+}
+
 template <DType From, DType To, bool kHf32>
 struct Convert {
   using Src = typename Elem<From>::S;
   using Dst = typename Elem<To>::S;
+  static constexpr DType kTo = To;
   static Dst apply(Src v) {
     if constexpr (From == To && !kHf32) {
       return v;
@@ -79,7 +95,7 @@ void check_view(const View5& v, const char* what) {
 
 /** 6HD block (n, d, c1) <-> strided NCDHW, one h row of 16 lanes x W at a time (stays in L1). */
 template <bool kPack, class Cv>
-void copy_6hd(const View5& v, void* packed) {
+void copy_6hd(const View5& v, void* packed, std::atomic<bool>* found = nullptr) {
   using Src = typename Cv::Src;
   using Dst = typename Cv::Dst;
   const int64_t N = v.shape[0], C = v.shape[1], D = v.shape[2], H = v.shape[3], W = v.shape[4];
@@ -91,6 +107,7 @@ void copy_6hd(const View5& v, void* packed) {
     const int64_t nvalid = std::min<int64_t>(kC0, C - c1 * kC0);
     const int64_t base = n * sn + c1 * kC0 * sc + d * sd;
     const int64_t pbase = blk * H * W * kC0;
+    bool hit = false;
     for (int64_t h = 0; h < H; ++h) {
       const int64_t prow = pbase + h * W * kC0;
       for (int64_t c0 = 0; c0 < kC0; ++c0) {
@@ -101,7 +118,11 @@ void copy_6hd(const View5& v, void* packed) {
           if (c0 >= nvalid) {
             for (int64_t w = 0; w < W; ++w) out[w * kC0] = Dst{0};
           } else {
-            for (int64_t w = 0; w < W; ++w) out[w * kC0] = Cv::apply(in[w * sw]);
+            for (int64_t w = 0; w < W; ++w) {
+              const Dst o = Cv::apply(in[w * sw]);
+              out[w * kC0] = o;
+              hit |= not_finite<Cv::kTo>(o);
+            }
           }
         } else {
           if (c0 >= nvalid) break;
@@ -111,13 +132,15 @@ void copy_6hd(const View5& v, void* packed) {
         }
       }
     }
+    if (hit && found) found->store(true, std::memory_order_relaxed);
   });
 }
 
 /** FRACTAL_Z_3D <-> strided OIDHW view, one (group, output channel) per task.
  * Logical weights L [Cout_l, cin_pg_l, K]: L = W, or the per-group transpose of W. */
 template <bool kPack, class Cv>
-void copy_fz3d(const View5& v, int64_t groups, bool transpose, void* packed, const GroupDict& gd) {
+void copy_fz3d(const View5& v, int64_t groups, bool transpose, void* packed, const GroupDict& gd,
+               std::atomic<bool>* found = nullptr) {
   using Src = typename Cv::Src;
   using Dst = typename Cv::Dst;
   const auto& s = v.shape;
@@ -133,6 +156,7 @@ void copy_fz3d(const View5& v, int64_t groups, bool transpose, void* packed, con
     const int64_t gg = task / cout_pg, co = task % cout_pg;
     const int64_t g = gg / gd.mag_factor, e = gg % gd.mag_factor;
     const int64_t p_out = e * cout_pg + co;
+    bool hit = false;
     for (int64_t ci = 0; ci < cin_pg; ++ci) {
       const int64_t p_in = e * cin_pg + ci;
       const int64_t fbase = g * f_g + (p_in / kC0) * f_c1 + p_out * kC0 + p_in % kC0;
@@ -143,12 +167,16 @@ void copy_fz3d(const View5& v, int64_t groups, bool transpose, void* packed, con
           for (int64_t kw = 0; kw < Kw; ++kw) {
             const int64_t f = fbase + kd * f_kd + (kh * Kw + kw) * f_khw;
             const int64_t w = vbase + kd * st[2] + kh * st[3] + kw * st[4];
-            if constexpr (kPack)
-              static_cast<Dst*>(packed)[f] = Cv::apply(static_cast<const Src*>(v.data)[w]);
-            else
+            if constexpr (kPack) {
+              const Dst o = Cv::apply(static_cast<const Src*>(v.data)[w]);
+              static_cast<Dst*>(packed)[f] = o;
+              hit |= not_finite<Cv::kTo>(o);
+            } else {
               static_cast<Dst*>(v.data)[w] = Cv::apply(static_cast<const Src*>(packed)[f]);
+            }
           }
     }
+    if (hit && found) found->store(true, std::memory_order_relaxed);
   });
 }
 
@@ -183,9 +211,12 @@ void parallel_range_raw(int64_t n, void (*body)(void*, int64_t), void* ctx) {
   if (sh.error) std::rethrow_exception(sh.error);
 }
 
-void pack_6hd(const View5& src, void* dst, DType dst_dtype, PackRound round) {
+void pack_6hd(const View5& src, void* dst, DType dst_dtype, PackRound round, bool* nonfinite) {
   check_view(src, "pack_6hd");
-  dispatch(src.dtype, dst_dtype, round, [&](auto cv) { copy_6hd<true, decltype(cv)>(src, dst); });
+  std::atomic<bool> found{false};
+  dispatch(src.dtype, dst_dtype, round,
+           [&](auto cv) { copy_6hd<true, decltype(cv)>(src, dst, &found); });
+  if (nonfinite) *nonfinite = found.load();
 }
 
 void unpack_6hd(const void* src, DType src_dtype, const View5& dst) {
@@ -195,15 +226,17 @@ void unpack_6hd(const void* src, DType src_dtype, const View5& dst) {
 }
 
 void pack_fz3d(const View5& src, int64_t groups, bool transpose_groups, void* dst,
-               DType dst_dtype, PackRound round) {
+               DType dst_dtype, PackRound round, bool* nonfinite) {
   check_view(src, "pack_fz3d");
   const GroupDict gd = fz_group_dict(src, groups, transpose_groups);
   const int64_t count =
       gd.real_g * src.shape[2] * gd.cin1_g * src.shape[3] * src.shape[4] * gd.cout_g * kC0;
   std::memset(dst, 0, (size_t)count * dtype_size(dst_dtype));  // cross-group / padding entries
+  std::atomic<bool> found{false};
   dispatch(src.dtype, dst_dtype, round, [&](auto cv) {
-    copy_fz3d<true, decltype(cv)>(src, groups, transpose_groups, dst, gd);
+    copy_fz3d<true, decltype(cv)>(src, groups, transpose_groups, dst, gd, &found);
   });
+  if (nonfinite) *nonfinite = found.load();
 }
 
 void unpack_fz3d(const void* src, DType src_dtype, int64_t groups, const View5& dst) {

@@ -72,13 +72,12 @@ inline void store_f32(void* p, int64_t i, DType t, float v) {
   }
 }
 
-/** Operands without their NaN / Inf (conv_backward_nonfinite.cpp): dense copies where those
- * values (as rounded to the compute dtype) are 0, for the kernels. */
+/** Operands without their NaN / Inf (conv_backward_nonfinite.cpp): dense copies where the values
+ * that are NaN or Inf as rounded to the compute dtype are 0, for the kernels. */
 struct Sanitized {
   std::vector<std::vector<char>> bufs;
-  std::vector<View5> views;
-  /** Appends src's copy to views and returns true when src holds a NaN or Inf; else false. */
-  bool copy(const View5& src, DType compute);
+  /** A dense copy of src without its NaN / Inf (its memory lives as long as this object). */
+  View5 copy(const View5& src, DType compute);
 };
 
 /** Gives every element of `out` (the result of kernel `op` on the sanitized operands of conv C)

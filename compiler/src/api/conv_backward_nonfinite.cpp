@@ -14,7 +14,6 @@
  *  - forward (a transposed conv's grad_input): W[co, ci', k] * x[n, ci, j].
  * (PyTorch agrees where it computes with oneDNN; its im2col paths also multiply padding zeros.)
  * grad_bias sums the caller's own grad_output (exact as is). */
-#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -200,57 +199,22 @@ void fwd_terms(const Terms& T, Flags& F) {
   });
 }
 
-/** fp32 bit patterns (sign cleared) at and above which a value is not finite once rounded to t. */
-uint32_t overflow_bits(DType t) {
-  if (t == DType::kFloat16) return 0x477ff000u;   // 65520: rounds to fp16 Inf
-  if (t == DType::kBFloat16) return 0x7f7f8000u;  // halfway past bf16's largest finite
-  return 0x7f800000u;
-}
-
-/** Whether any element of v is NaN or Inf as the kernels compute with it (bit tests only: this
- * runs on every call, next to the packing). */
-template <class Bits>
-bool scan(const View5& v, DType t) {
-  const auto& s = v.shape;
-  const uint32_t limit = overflow_bits(t);
-  std::atomic<bool> any{false};
-  parallel_range(s[0] * s[1], [&](int64_t ab) {
-    const Bits* base = static_cast<const Bits*>(v.data) + offset(v, ab / s[1], ab % s[1], 0, 0, 0);
-    bool hit = false;
-    for (int64_t c = 0; c < s[2]; ++c)
-      for (int64_t d = 0; d < s[3]; ++d) {
-        const Bits* row = base + c * v.strides[2] + d * v.strides[3];
-        for (int64_t e = 0; e < s[4]; ++e) {
-          const Bits b = row[e * v.strides[4]];
-          if constexpr (sizeof(Bits) == 4) hit |= (b & 0x7fffffffu) >= limit;
-          else if (v.dtype == DType::kFloat16) hit |= (b & 0x7c00u) == 0x7c00u;  // fits every t
-          else hit |= (uint32_t(b & 0x7fffu) << 16) >= limit;
-        }
-      }
-    if (hit) any.store(true, std::memory_order_relaxed);
-  });
-  return any.load();
-}
-
 }  // namespace
 
-bool Sanitized::copy(const View5& src, DType t) {
-  const bool any = src.dtype == DType::kFloat32 ? scan<uint32_t>(src, t) : scan<uint16_t>(src, t);
-  if (!any) return false;
+View5 Sanitized::copy(const View5& src, DType t) {
   const auto& s = src.shape;
   const size_t es = dtype_size(src.dtype);
   auto& buf = bufs.emplace_back(size_t(s[0] * s[1] * s[2] * s[3] * s[4]) * es);
-  View5 v{buf.data(), s, {s[1] * s[2] * s[3] * s[4], s[2] * s[3] * s[4], s[3] * s[4], s[4], 1}, src.dtype};
+  const View5 v{buf.data(), s, {s[1] * s[2] * s[3] * s[4], s[2] * s[3] * s[4], s[3] * s[4], s[4], 1},
+                src.dtype};
   for_each5(s, [&](int64_t a, int64_t b, int64_t c, int64_t d, int64_t e) {
-    const float val = load_f32(src.data, offset(src, a, b, c, d, e), src.dtype);
-    const int64_t o = offset(v, a, b, c, d, e);
-    if (std::isfinite(as_computed(val, t)))
-      std::memcpy(buf.data() + o * es, static_cast<const char*>(src.data) + offset(src, a, b, c, d, e) * es, es);
+    const int64_t from = offset(src, a, b, c, d, e), to = offset(v, a, b, c, d, e);
+    if (std::isfinite(as_computed(load_f32(src.data, from, src.dtype), t)))
+      std::memcpy(buf.data() + to * es, static_cast<const char*>(src.data) + from * es, es);
     else
-      store_f32(buf.data(), o, src.dtype, 0.0f);
+      store_f32(buf.data(), to, src.dtype, 0.0f);
   });
-  views.push_back(v);
-  return true;
+  return v;
 }
 
 void apply_nonfinite(OpKind op, const ConvGeometry& g, const View5& x, const View5& w,

@@ -118,22 +118,25 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
   const PackRound round = a.cube_math_type == 3 ? PackRound::kHf32 : PackRound::kNone;
   const Layout& l = layout_;
   StepTimer timer;
-  // Conv C's x and dy (docs: conv_backward_impl.h): a transposed conv swaps them.
+  // Conv C's x and dy (conv_backward_impl.h): a transposed conv swaps them.
   const View5& cx = a.transposed ? go : in;
   const View5& cdy = a.transposed ? in : go;
+  // NaN / Inf (the packers report them): the kernels run on clean copies, and the terms of
+  // those values are applied after them (conv_backward_nonfinite.cpp).
+  bool go_bad = false;
   if (dx_) {
     const Problem& p = dx_->problem();
     const DType t = p.in_dtype;
     void* wbuf = ws + l.dx_w;
     void* gobuf = ws + l.dx_go;
     void* obuf = ws + l.dx_out;
-    // NaN / Inf: the kernel runs without them, their terms are applied after it.
-    Sanitized clean;
-    const View5 w_k = clean.copy(w, t) ? clean.views.back() : w;
-    const View5 go_k = clean.copy(go, t) ? clean.views.back() : go;
-    pack_fz3d(w_k, a.groups, /*transpose_groups=*/a.transposed, wbuf, t, round);
+    bool w_bad = false;
+    pack_fz3d(w, a.groups, /*transpose_groups=*/a.transposed, wbuf, t, round, &w_bad);
     // dX reads grad_output as C's dy; the forward conv reads it as C's input x.
-    pack_6hd(go_k, gobuf, t, round);
+    pack_6hd(go, gobuf, t, round, &go_bad);
+    Sanitized clean;
+    if (w_bad) pack_fz3d(clean.copy(w, t), a.groups, a.transposed, wbuf, t, round);
+    if (go_bad) pack_6hd(clean.copy(go, t), gobuf, t, round);
     timer.step("pack grad_output+weight");
     const auto ins = p.input_shapes();
     const TensorArg wa{wbuf, ins[a.transposed ? 1 : 0], {}, t};
@@ -143,7 +146,7 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     timer.step(a.transposed ? "conv3d kernel" : "dX kernel");
     unpack_6hd(obuf, p.res_dtype, out[0]);
     timer.step("unpack grad_input");
-    if (!clean.views.empty()) {
+    if (w_bad || go_bad) {
       apply_nonfinite(p.op, checked_.geo, cx, w, cdy, t, out[0]);
       timer.step("NaN/Inf terms");
     }
@@ -154,12 +157,13 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     void* gobuf = ws + l.dw_go;
     void* inbuf = ws + l.dw_in;
     void* obuf = ws + l.dw_out;
+    // A shared pack is dX's grad_output, already clean (same compute dtype).
+    bool in_bad = false, dgo_bad = l.share_go && go_bad;
+    if (!l.share_go) pack_6hd(go, gobuf, t, round, &dgo_bad);
+    pack_6hd(in, inbuf, t, round, &in_bad);
     Sanitized clean;
-    const View5 go_k = clean.copy(go, t) ? clean.views.back() : go;
-    const View5 in_k = clean.copy(in, t) ? clean.views.back() : in;
-    // A shared pack is dX's grad_output, cleaned the same way (same compute dtype).
-    if (!l.share_go) pack_6hd(go_k, gobuf, t, round);
-    pack_6hd(in_k, inbuf, t, round);
+    if (dgo_bad && !l.share_go) pack_6hd(clean.copy(go, t), gobuf, t, round);
+    if (in_bad) pack_6hd(clean.copy(in, t), inbuf, t, round);
     timer.step(l.share_go ? "pack input" : "pack input+grad_output");
     void* xbuf = a.transposed ? gobuf : inbuf;
     void* dybuf = a.transposed ? inbuf : gobuf;
@@ -168,7 +172,7 @@ void Plan::run(const StridedTensor& grad_output, const StridedTensor& input,
     timer.step("dW kernel");
     unpack_fz3d(obuf, p.res_dtype, a.groups, out[1]);
     timer.step("unpack grad_weight");
-    if (!clean.views.empty()) {
+    if (dgo_bad || in_bad) {
       apply_nonfinite(OpKind::kBackpropFilter, checked_.geo, cx, w, cdy, t, out[1]);
       timer.step("NaN/Inf terms");
     }

@@ -25,8 +25,11 @@ struct View5 {
 /** Extra rounding of values while packing: kHf32 rounds fp32 sources to Ascend's HF32. */
 enum class PackRound { kNone, kHf32 };
 
-/** NCDHW view -> dense 6HD (N, D, C1, H, W, 16) of dst_dtype; padding lanes are 0. */
-void pack_6hd(const View5& src, void* dst, DType dst_dtype, PackRound round = PackRound::kNone);
+/** NCDHW view -> dense 6HD (N, D, C1, H, W, 16) of dst_dtype; padding lanes are 0.
+ * nonfinite (optional): set to whether a packed value is NaN or Inf (after the conversion: an
+ * fp32 1e5 packed as fp16 is Inf). */
+void pack_6hd(const View5& src, void* dst, DType dst_dtype, PackRound round = PackRound::kNone,
+              bool* nonfinite = nullptr);
 /** Dense 6HD of src_dtype -> NCDHW view (padding lanes are ignored). */
 void unpack_6hd(const void* src, DType src_dtype, const View5& dst);
 
@@ -34,7 +37,7 @@ void unpack_6hd(const void* src, DType src_dtype, const View5& dst);
  * transpose_groups: pack the per-group transpose T [Cin, Cout/groups, Kd, Kh, Kw],
  * T[g*cin_pg + i, o] = W[g*cout_pg + o, i], instead (the forward conv's filter). */
 void pack_fz3d(const View5& src, int64_t groups, bool transpose_groups, void* dst,
-               DType dst_dtype, PackRound round = PackRound::kNone);
+               DType dst_dtype, PackRound round = PackRound::kNone, bool* nonfinite = nullptr);
 /** Dense FRACTAL_Z_3D of src_dtype -> OIDHW view [Cout, Cin/groups, Kd, Kh, Kw]. */
 void unpack_fz3d(const void* src, DType src_dtype, int64_t groups, const View5& dst);
 
