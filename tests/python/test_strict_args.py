@@ -200,3 +200,16 @@ def test_convolution_backward_codes():
     # A geometry the kernels' own checks refuse is an invalid parameter too.
     e = _raises("161002", "grad_output", lambda: _cb(stride=[2]))
     assert "spatial W" in str(e)
+
+
+def test_operands_past_2_31_elements_are_refused_up_front():
+    # Once accepted, then an internal error from Halide's constant folding in build.
+    e = _raises("E60011", "x", lambda: _dw(x_shape=(1, 1, 1, 46341, 46341, 16)))
+    assert "2^31-1 elements" in str(e)
+    # convolution_backward: the same limit, as an invalid parameter (zero-stride views: no memory).
+    big = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1, 16, 46341, 46341), (0,) * 4)
+    gy = np.lib.stride_tricks.as_strided(np.zeros(1, np.float16), (1, 16, 46339, 46339), (0,) * 4)
+    w = np.zeros((16, 16, 3, 3), np.float16)
+    with pytest.raises(tbex.UserError) as info:
+        tbex.convolution_backward(gy, big, w, None, [1], [0], [1], False, [0], 1, [False, True, False])
+    assert info.value.code == "161002" and "2^31-1 elements" in str(info.value)

@@ -25,6 +25,18 @@ void check_bytes(const std::vector<int64_t>& shape, DType t, const char* param) 
   }
 }
 
+/** Halide's kernels index an operand with 32-bit element offsets where its extents are known
+ * at compile time (their bounds are constants): 2^31 - 1 elements per operand is the limit. */
+constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;
+
+void check_elements(const std::vector<int64_t>& shape, const char* param) {
+  int64_t n = 1;
+  for (int64_t d : shape) n = checked_mul(n, d, param, "the tensor of shape " + list_str(shape));
+  check_range(n, 0, kMaxElements, param,
+              "the element count of shape " + list_str(shape) +
+                  " (a kernel indexes at most 2^31-1 elements per operand; split the batch)");
+}
+
 /** Dilated kernel fits the padded input, and the output size rule holds, per spatial dim.
  * Errors name the caller's parameters: filter_size / out_backprop for dW and dX, the
  * ConvGeometry fields kernel / out for the forward conv. */
@@ -126,12 +138,17 @@ void validate(const Problem& p) {
   internal_check(filter_group_dict(p.op, g) == p.group, "group_dict out of sync with the geometry");
   const auto shapes = p.input_shapes();
   const auto names = p.input_names();
-  for (size_t i = 0; i < shapes.size(); ++i) check_bytes(shapes[i], DType::kFloat32, names[i].c_str());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    check_bytes(shapes[i], DType::kFloat32, names[i].c_str());
+    check_elements(shapes[i], names[i].c_str());
+  }
   check_bytes(p.output_shape(), DType::kFloat32, "output");
+  check_elements(p.output_shape(), "output");
   // Kernel-internal staging holds the padded input in fp32.
-  check_bytes({g.n, g.in[0] + g.pads[0] + g.pads[1], g.cin1(), g.in[1] + g.pads[2] + g.pads[3],
-               g.in[2] + g.pads[4] + g.pads[5], kC0},
-              DType::kFloat32, "pads");
+  const std::vector<int64_t> padded = {g.n, g.in[0] + g.pads[0] + g.pads[1], g.cin1(),
+                                       g.in[1] + g.pads[2] + g.pads[3], g.in[2] + g.pads[4] + g.pads[5], kC0};
+  check_bytes(padded, DType::kFloat32, "pads");
+  check_elements(padded, "pads");
 }
 
 }  // namespace tbex
