@@ -16,16 +16,17 @@ namespace tbex::py {
 void define_aot(pyb::module_& m) {
   m.def(
       "aot_main",
-      [](const std::vector<std::string>& args) {
+      [](const std::vector<std::string>& args, const std::string& prog) {
         std::ostringstream out, err;
         int rc;
         {
           pyb::gil_scoped_release nogil;
-          rc = aot_main(args, out, err);
+          rc = aot_main(args, out, err, prog);
         }
         return std::make_tuple(rc, out.str(), err.str());
       },
-      pyb::arg("args"), "tbexc's command line: (exit status, stdout, stderr).");
+      pyb::arg("args"), pyb::arg("prog") = "tbexc",
+      "tbexc's command line: (exit status, stdout, stderr).");
   m.def(
       "emit_aot",
       [](const Problem& p, const std::string& name, const std::string& out_dir,

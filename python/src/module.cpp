@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 #include "tbex/errors.h"
+#include "tbex/log.h"
 
 namespace pyb = pybind11;
 
@@ -26,6 +27,21 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
+  // tbex.CacheWarning: warnings from C++ (log::warn_once) become `warnings` entries.
+  static pyb::handle warning_type;
+  m.def("_set_warning_type", [](pyb::object t) {
+    warning_type = t.release();
+    tbex::log::set_warning_sink([](const std::string& message) {
+      pyb::gil_scoped_acquire gil;
+      try {
+        pyb::module_::import("warnings").attr("warn")(message, warning_type, 2);
+      } catch (pyb::error_already_set& e) {
+        // A filter turned it into an error: C++ frames cannot carry it; it is printed instead.
+        e.discard_as_unraisable("tbex warning");
+      }
+    });
+  });
+  m.def("_check_log", [] { tbex::log::check(); });
   tbex::py::define_args(m);
   tbex::py::define_layout(m);
   tbex::py::define_problem(m);

@@ -3,15 +3,17 @@
     from tbex import tvm, dsl
     dedw = dsl.conv3d_backprop_filter(x, out_backprop, filter_size, para_dict)
 """
-from .errors import UserError
+from .errors import CacheWarning, UserError
 from . import _C
 
 _C._set_user_error_type(UserError)
+_C._set_warning_type(CacheWarning)  # the first cache fallback: a warnings entry
+_C._check_log()  # a TBEX_LOG with an unknown topic (or "help") is answered at import
 
 from . import aot, dsl, knobs, layout, tvm  # noqa: E402
 from .knobs import num_threads, set_num_threads  # noqa: E402
 from .conv import convolution_backward  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["tvm", "dsl", "layout", "knobs", "aot", "UserError", "set_num_threads", "num_threads",
+__all__ = ["tvm", "dsl", "layout", "knobs", "aot", "UserError", "CacheWarning", "set_num_threads", "num_threads",
            "convolution_backward"]

@@ -1,6 +1,7 @@
 """``python -m tbex aot ...`` (the tbexc command line) and ``python -m tbex cache
 list|info|prune|clear`` (the on-disk kernel cache), ``python -m tbex machine`` (the host's
 measured cost-model constants)."""
+import os
 import sys
 
 USAGE = ("usage: python -m tbex aot [tbexc flags]      (python -m tbex aot --help for the flags)\n"
@@ -35,5 +36,17 @@ def main(argv=None) -> int:
     return 2
 
 
+def _run() -> int:
+    try:
+        rc = main()
+        sys.stdout.flush()
+        return rc
+    except BrokenPipeError:
+        # `python -m tbex cache list | head`: the reader left; exit quietly as CLI tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_run())

@@ -17,9 +17,9 @@ __all__ = ["main", "emit", "emit_runtime", "runtime_library", "include_dir", "DE
 DEFAULT_EMIT = ("static_library", "header")
 
 
-def main(argv) -> int:
+def main(argv, prog="python -m tbex aot") -> int:
     """Runs tbexc's command line (argv without the program name); returns its exit status."""
-    rc, out, err = _C.aot_main([str(a) for a in argv])
+    rc, out, err = _C.aot_main([str(a) for a in argv], prog)
     sys.stdout.write(out)
     sys.stderr.write(err)
     return rc

@@ -6,10 +6,10 @@ schedule, size, sha256, created time); ``runtime/`` holds the Halide runtime obj
 each of them. Past ``TBEX_CACHE_MAX_MB`` (default 1024) the least recently used entries are
 evicted, never one a process has loaded. See the knobs table in ``tbex.knobs``.
 
-    python -m tbex.cache list     # one line per entry: key, problem, schedule, size, age, last use
-    python -m tbex.cache info     # directory, entry count, total size, size cap
-    python -m tbex.cache prune [--max-mb N]   # evict LRU entries down to N MiB (default: the cap)
-    python -m tbex.cache clear    # delete every entry
+    python -m tbex cache list     # one line per entry: key, problem, schedule, size, age, last use
+    python -m tbex cache info     # directory, entry count, total size, size cap
+    python -m tbex cache prune [--max-mb N]   # evict LRU entries down to N MiB (default: the cap)
+    python -m tbex cache clear    # delete every entry
 """
 import argparse
 import json
@@ -118,7 +118,8 @@ def clear(root=None) -> int:
         if not (len(sub) == 2 or sub == "runtime") or not os.path.isdir(d):
             continue
         for name in os.listdir(d):
-            if name.endswith((".so", ".json", ".lock", ".o")) or ".tmp." in name:
+            # Lock files stay: a compile in progress holds one (and recreates what it needs).
+            if name.endswith((".so", ".json", ".o")):
                 try:
                     os.unlink(os.path.join(d, name))
                 except FileNotFoundError:
@@ -149,7 +150,7 @@ def _age(created) -> str:
 
 def main(argv=None) -> int:
     """``list``, ``info``, ``prune`` or ``clear``; returns the exit status."""
-    ap = argparse.ArgumentParser(prog="python -m tbex.cache", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tbex cache", description=__doc__.split("\n")[0])
     ap.add_argument("command", choices=["list", "info", "prune", "clear"])
     ap.add_argument("--dir", help="cache directory (default: TBEX_CACHE_DIR or ~/.cache/tbex)")
     ap.add_argument("--max-mb", type=float, default=None,
@@ -178,7 +179,12 @@ def main(argv=None) -> int:
         print(f"evicted {r['evicted']} entries ({_human(r['evicted_bytes'])}), kept {r['kept']} "
               f"({_human(r['kept_bytes'])}, {r['in_use']} in use) in {root}")
     else:
-        print(f"cleared {clear(root)} entries from {root}")
+        try:
+            print(f"cleared {clear(root)} entries from {root}")
+        except OSError as e:
+            print(f"python -m tbex cache: cannot clear {root}: {e.strerror} ({e.filename})",
+                  file=sys.stderr)
+            return 1
     return 0
 
 

@@ -12,3 +12,9 @@ class UserError(ValueError):
         super().__init__(message)
         self.code = code
         self.param = param
+
+
+class CacheWarning(UserWarning):
+    """The on-disk kernel cache could not be used (unwritable or full directory, no C++ compiler,
+    ...): kernels are compiled in memory, and again in every process. Given once per process;
+    the message names the reason and the knobs (``TBEX_CACHE_DIR``, ``TBEX_CACHE=0``)."""

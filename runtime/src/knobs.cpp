@@ -18,6 +18,9 @@ const std::vector<Knob>& all() {
        "tbex.set_num_threads / tbex::set_num_threads", false},
       {"TBEX_LOG", Kind::kList, "",
        "comma-separated log topics printed to stderr (TBEX_LOG=help lists them)", "", false},
+      {"TBEX_PROGRESS_MS", Kind::kInt, "1000",
+       "a compile still running after this many milliseconds prints one progress line (when "
+       "stderr is a terminal or TBEX_LOG names progress)", "", false},
       {"TBEX_DUMP_DIR", Kind::kPath, "",
        "write each compiled kernel's lowered Halide loop nest to DIR/<problem>.<schedule>.stmt", "",
        false},

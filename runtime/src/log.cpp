@@ -1,9 +1,15 @@
 #include "tbex/log.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "tbex/knobs.h"
 
@@ -18,6 +24,8 @@ const std::vector<std::pair<std::string, std::string>>& topics() {
       {"cache", "kernel caches: disk-cache hits, misses, builds, evictions; in-process evictions"},
       {"tune", "every candidate the measured tuner times, the winner, the database write"},
       {"calibrate", "the host's machine calibration: measured or read back, and where it is stored"},
+      {"progress", "a line for each compile that takes more than a second, and each tuning "
+                   "candidate (on by default when stderr is a terminal)"},
       {"all", "every topic"},
       {"help", "print this list once"},
   };
@@ -73,6 +81,57 @@ bool enabled(const char* topic) {
 
 void print(const char* topic, const std::string& line) {
   std::fprintf(stderr, "[tbex %s] %s\n", topic, line.c_str());
+}
+
+void check() { enabled("help"); }
+
+namespace {
+std::atomic<void (*)(const std::string&)> warning_sink{nullptr};
+}  // namespace
+
+void set_warning_sink(void (*sink)(const std::string&)) { warning_sink.store(sink); }
+
+void warn_once(const std::string& once_key, const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> given;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (!given.insert(once_key).second) return;
+  }
+  if (auto sink = warning_sink.load()) sink(message);
+  else std::fprintf(stderr, "tbex: warning: %s\n", message.c_str());
+}
+
+bool progress_enabled() { return ::isatty(STDERR_FILENO) || enabled("progress"); }
+
+struct SlowNotice::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread waiter;
+};
+
+SlowNotice::SlowNotice(std::string line) {
+  if (!progress_enabled()) return;
+  const long long after_ms = knobs::get_int("TBEX_PROGRESS_MS");
+  state_ = new State;
+  State* st = state_;
+  st->waiter = std::thread([st, line = std::move(line), after_ms] {
+    std::unique_lock<std::mutex> l(st->mu);
+    if (!st->cv.wait_for(l, std::chrono::milliseconds(after_ms), [st] { return st->done; }))
+      std::fprintf(stderr, "tbex: %s\n", line.c_str());
+  });
+}
+
+SlowNotice::~SlowNotice() {
+  if (!state_) return;
+  {
+    std::lock_guard<std::mutex> l(state_->mu);
+    state_->done = true;
+  }
+  state_->cv.notify_all();
+  state_->waiter.join();
+  delete state_;
 }
 
 }  // namespace tbex::log

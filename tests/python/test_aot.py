@@ -79,7 +79,8 @@ def test_cli_portable_target_and_runtime(tmp_path):
 def test_cli_errors_exit_2_and_name_the_parameter(tmp_path, args, param):
     r = run_cli("--name", "k", "--out", str(tmp_path), *DW_FLAGS, *args)
     assert r.returncode == 2
-    assert f"tbexc: error: {param}:" in r.stderr or f"] {param}:" in r.stderr, r.stderr
+    assert r.stderr.startswith("python -m tbex aot: error: [E"), r.stderr
+    assert f"] {param}:" in r.stderr, r.stderr
 
 
 DW_CALL = {"op": "conv3d_backprop_filter", "x": {"shape": [1, 4, 1, 6, 6, 16], "dtype": "float16"},
@@ -99,7 +100,8 @@ def test_cli_bad_json_file_names_the_parameter(tmp_path, text, param, says):
     (tmp_path / "call.json").write_text(text)
     r = run_cli("--name", "k", "--out", str(tmp_path), "--json", str(tmp_path / "call.json"))
     assert r.returncode == 2, r.stderr
-    assert f"tbexc: error: {param}: " in r.stderr and says in r.stderr, r.stderr
+    assert r.stderr.startswith("python -m tbex aot: error: [E"), r.stderr
+    assert f"] {param}: " in r.stderr and says in r.stderr, r.stderr
 
 
 def test_cli_json_file_gives_the_flags_kernel(tmp_path):

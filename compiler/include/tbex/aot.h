@@ -38,7 +38,9 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& opti
 std::vector<std::string> emit_aot_runtime(const AotOptions& options);
 
 /** The tbexc command line (argv without the program name): emits and prints the files written
- * to `out`; returns 0, or 2 after printing a UserError (code, param, message) to `err`. */
-int aot_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+ * to `out`; returns 0, or 2 after printing a UserError (code, param, message) to `err`. `prog`
+ * is the command's name in the usage text and messages. */
+int aot_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const std::string& prog = "tbexc");
 
 }  // namespace tbex

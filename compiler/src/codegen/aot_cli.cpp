@@ -238,14 +238,26 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-int aot_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int aot_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const std::string& prog) {
+  // The usage text names the command the user typed (tbexc, python -m tbex aot).
+  auto named = [&](std::string text) {
+    for (size_t at = text.find("tbexc"); at != std::string::npos; at = text.find("tbexc", at + prog.size()))
+      text.replace(at, 5, prog);
+    return text;
+  };
+  std::ostringstream o;
   try {
-    return run(args, out);
+    const int rc = run(args, o);
+    out << named(o.str());
+    return rc;
   } catch (const UserError& e) {
-    err << "tbexc: error: " << e.what() << "\n";
+    out << o.str();
+    err << prog << ": error: " << named(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    err << "tbexc: " << e.what() << "\n";
+    out << o.str();
+    err << prog << ": " << e.what() << "\n";
     return 1;
   }
 }

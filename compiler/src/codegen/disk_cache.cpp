@@ -21,6 +21,7 @@
 #include "tbex/cache.h"
 #include "tbex/errors.h"
 #include "tbex/knobs.h"
+#include "tbex/log.h"
 
 namespace tbex::disk {
 namespace {
@@ -49,6 +50,27 @@ struct TempFiles {
   std::string add(const std::string& path) { return paths.emplace_back(support::temp_name(path)); }
 };
 
+/** Runs an emitter; false with `why` when it throws (Halide's or the allocator's errors: the
+ * caller falls back to the in-memory JIT, which reports a real compile error itself). */
+template <class F, class... A>
+bool emitted(const F& f, std::string& bytes, std::string& why, A&&... args) {
+  try {
+    bytes = f(std::forward<A>(args)...);
+    return true;
+  } catch (const std::exception& e) {
+    why = std::string("emitting the object failed: ") + e.what();
+    return false;
+  }
+}
+
+/** `bytes` into the temp file `path`; the directory is made again if `cache clear` removed it. */
+std::string write_object(const std::string& path, const std::string& bytes) {
+  std::string why = support::write_file(path, bytes);
+  if (why.empty() || errno != ENOENT) return why;
+  if (std::string err = support::make_parent_dirs(path); !err.empty()) return err;
+  return support::write_file(path, bytes);
+}
+
 /** <dir>/runtime/<key>.o, compiled once (under its lock) and published by rename; `fresh` forces
  * a new one (the old one failed to link). "" with `why` if it cannot be made. */
 std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
@@ -62,10 +84,9 @@ std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
   if (!lock.held()) return why = lock.error(), "";
   if (!fresh && exists(obj)) return obj;
   auto t0 = Clock::now();
-  TempFiles tmp;
-  const std::string out = tmp.add(obj);
-  emit.runtime(out);
-  if (::rename(out.c_str(), obj.c_str()) != 0) return why = "cannot publish " + obj, "";
+  std::string bytes;
+  if (!emitted(emit.runtime, bytes, why)) return "";
+  if ((why = support::write_atomic(obj, bytes)) != "") return "";
   log_cache("  Halide runtime for " + emit.runtime_id + " compiled in " + fmt_ms(ms_since(t0)));
   return obj;
 }
@@ -81,7 +102,10 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
   const std::string vers = tmp.add(p.dir + "/" + key + ".map");
   const std::string so = tmp.add(p.so);
   auto t0 = Clock::now();
-  emit.kernel(obj, fn);
+  std::string bytes, why;
+  if (!emitted(emit.kernel, bytes, why, fn)) return why;
+  if (std::string err = write_object(obj, bytes); !err.empty()) return err;
+  bytes.clear();
   const double emit_ms = ms_since(t0);
   // Only the entry point and the runtime setters are exported: each .so keeps its own runtime.
   if (std::string err = support::write_atomic(
@@ -130,6 +154,11 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
 std::shared_ptr<Library> fallback(const std::string& what, const std::string& why) {
   count(Event::kFallback);
   log_cache("fallback to the in-memory JIT for " + what + ": " + why);
+  log::warn_once("cache-fallback",
+                 "the kernel cache in " + cache_dir() + " cannot be used (" + why +
+                     "): kernels are compiled in memory and again in every process. Set "
+                     "TBEX_CACHE_DIR to a writable directory, or TBEX_CACHE=0 to compile in "
+                     "memory without this warning.");
   return nullptr;
 }
 

@@ -44,18 +44,22 @@ std::string key_of(const Fields& fields);
 
 /** How to write an entry's objects. */
 struct Emitters {
-  /** The kernel's object file `obj_path` defining function `fn_name`, without the runtime. */
-  std::function<void(const std::string& obj_path, const std::string& fn_name)> kernel;
-  /** The Halide runtime for the kernels' target, as an object file; compiled once per
-   * `runtime_id` (with base_fields()) and kept under <dir>/runtime/, linked into every .so. */
-  std::function<void(const std::string& obj_path)> runtime;
+  /** The bytes of the kernel's object file defining function `fn_name`, without the runtime.
+   * In memory: the cache writes them with checked writes (LLVM's own file output ends the
+   * process on a full disk). */
+  std::function<std::string(const std::string& fn_name)> kernel;
+  /** The bytes of an object file holding the Halide runtime for the kernels' target; compiled
+   * once per `runtime_id` (with base_fields()) and kept under <dir>/runtime/, linked into every
+   * .so. */
+  std::function<std::string()> runtime;
   std::string runtime_id;
 };
 
 /** The entry for `fields`: loaded if present and valid, else compiled with `emit`, linked and
  * published. nullptr when the disk cache is off or cannot be used (no C++ compiler, unwritable
  * directory, link failure): the caller falls back to the in-memory JIT; the reason is logged under
- * TBEX_LOG=cache. `what` names the kernel in log lines. Errors thrown by `emit` propagate. */
+ * TBEX_LOG=cache. `what` names the kernel in log lines.  A failing `emit`, a full disk or a
+ * directory removed meanwhile (`cache clear`) is a fallback too. */
 std::shared_ptr<Library> load_or_build(const Fields& fields, const std::string& what,
                                        const Emitters& emit);
 

@@ -1,6 +1,7 @@
 #include "codegen/disk_cache_entry.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "support/files.h"
 #include "support/hash.h"
@@ -16,6 +18,29 @@
 
 namespace tbex::disk {
 namespace {
+
+/** Whether the file is a whole ELF shared object: dlopen maps its segments and touches them,
+ * and a segment past the end of the file is a SIGBUS, not an error (a truncated file whose
+ * sidecar was rewritten to match passes the checksum). */
+bool elf_whole(int fd, int64_t size, std::string& why) {
+  Elf64_Ehdr eh;
+  if (::pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN || eh.e_phentsize != sizeof(Elf64_Phdr))
+    return why = "not a 64-bit ELF shared object", false;
+  const uint64_t usize = uint64_t(size);
+  auto inside = [&](uint64_t off, uint64_t len) { return off <= usize && len <= usize - off; };
+  if (!inside(eh.e_phoff, uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr)) ||
+      !inside(eh.e_shoff, uint64_t(eh.e_shnum) * eh.e_shentsize))
+    return why = "ELF headers past the end of the file (truncated)", false;
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (::pread(fd, &ph, sizeof ph, off_t(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+      return why = "unreadable ELF program header", false;
+    if (ph.p_type == PT_LOAD && !inside(ph.p_offset, ph.p_filesz))
+      return why = "an ELF segment past the end of the file (truncated)", false;
+  }
+  return true;
+}
 
 /** Opens the .so and finds its entry points; nullptr and `why` otherwise. With fd >= 0 the
  * library is loaded through /proc/self/fd, i.e. exactly the file that was checksummed (a file
@@ -135,7 +160,7 @@ std::shared_ptr<Library> load_entry(const std::string& key, const Paths& p, std:
           std::to_string(side.so_size);
   else if (side.so_sha256 != hex)
     why = "sha256 mismatch (corrupt)";
-  else
+  else if (elf_whole(fd, size, why))
     lib = open_library(p.so, side.function, why, fd);
   if (lib) ::futimens(fd, nullptr);  // last use, the order eviction goes by
   ::close(fd);

@@ -24,10 +24,33 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+std::string write_file(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      ::unlink(path.c_str());
+      errno = err;  // callers may tell a vanished directory (ENOENT) from a full disk
+      return "cannot write " + path + ": " + std::strerror(err);
+    }
+    done += size_t(n);
+  }
+  if (::close(fd) != 0) {  // delayed allocation failures (a full disk) can surface here
+    const int err = errno;
+    ::unlink(path.c_str());
+    errno = err;
+    return "cannot write " + path + ": " + std::strerror(err);
+  }
+  return "";
+}
+
 void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  internal_check(f.good(), "cannot write " + path);
+  if (std::string why = write_file(path, text); !why.empty()) throw UserError(code::kValue, path, why);
 }
 
 std::string temp_name(const std::string& path) {
@@ -41,14 +64,7 @@ std::string temp_name(const std::string& path) {
 
 std::string write_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = temp_name(path);
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.flush()) {
-      ::unlink(tmp.c_str());
-      return "cannot write " + tmp;
-    }
-  }
+  if (std::string why = write_file(tmp, text); !why.empty()) return why;
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
     ::unlink(tmp.c_str());

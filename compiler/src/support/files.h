@@ -7,7 +7,9 @@ namespace tbex::support {
 
 /** The file's bytes; "" when it cannot be read (callers that need it check first). */
 std::string read_text(const std::string& path);
-/** Writes (truncates) the file; InternalError when it cannot. */
+/** Writes (truncates) the file with checked writes; "" or why not (the file is removed then). */
+std::string write_file(const std::string& path, const std::string& bytes);
+/** write_file, or UserError naming the file (a full disk, a read-only directory). */
 void write_text(const std::string& path, const std::string& text);
 
 /** A name next to `path` no other writer (thread or process) uses: `path`.tmp.<pid>.<unique>. */

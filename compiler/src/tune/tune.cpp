@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <ctime>
@@ -166,8 +167,12 @@ TuneResult tune(const Problem& problem, const TuneOptions& options) {
   TuneResult result;
   result.candidates = candidate_list(problem, threads, options);
   double best = -1;
+  const bool progress = log::progress_enabled();
   for (size_t i = 0; i < result.candidates.size(); ++i) {
     TuneCandidate& c = result.candidates[i];
+    if (progress)
+      std::fprintf(stderr, "tbex: tuning %s: candidate %zu of %zu: %s\n", problem.canonical().c_str(),
+                   i + 1, result.candidates.size(), label(c).c_str());
     try {
       auto k = codegen::jit_compile(problem, CompileOptions{c.schedule, c.variant});
       c.ms = time_kernel(*k, ops, options.seconds, best);

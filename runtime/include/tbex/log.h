@@ -15,4 +15,32 @@ bool enabled(const char* topic);
 
 void print(const char* topic, const std::string& line);
 
+/** Reports an unknown topic or prints the topic list for "help" now (else the first enabled()
+ * call does): entry points call it once so a bad TBEX_LOG is never silent. */
+void check();
+
+/** A warning the user must see (a slow fallback, ...): printed on stderr as "tbex: warning:
+ * ...", or handed to the sink a binding installed (Python turns it into a `warnings` entry).
+ * `once_key`: only the first warning with this key in the process is given. */
+void warn_once(const std::string& once_key, const std::string& message);
+void set_warning_sink(void (*sink)(const std::string& message));
+
+/** Progress lines ("tbex: compiling ...") are printed when stderr is a terminal or TBEX_LOG
+ * names "progress". */
+bool progress_enabled();
+
+/** Prints `line` on stderr if the scope is still alive TBEX_PROGRESS_MS (default 1000) from
+ * now: a compile that turns out to be slow says so while it runs. Nothing when progress is off. */
+class SlowNotice {
+ public:
+  explicit SlowNotice(std::string line);
+  ~SlowNotice();
+  SlowNotice(const SlowNotice&) = delete;
+  SlowNotice& operator=(const SlowNotice&) = delete;
+
+ private:
+  struct State;
+  State* state_ = nullptr;
+};
+
 }  // namespace tbex::log
