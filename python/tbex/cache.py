@@ -12,6 +12,7 @@ evicted, never one a process has loaded. See the knobs table in ``tbex.knobs``.
     python -m tbex cache clear    # delete every entry
 """
 import argparse
+import fcntl
 import json
 import os
 import sys
@@ -105,6 +106,26 @@ def info(root=None) -> dict:
     return {"dir": root, "entries": len(entries(root)), "bytes": total}
 
 
+def _unlink_unheld_lock(path):
+    """Deletes a lock file nobody holds (taking it first); a held one is another process's
+    compile in progress and stays."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def clear(root=None) -> int:
     """Deletes every entry (shared objects, sidecars, locks, leftover temp files) and the shared
     Halide runtime objects (``runtime/``); returns the number of entries deleted. Processes that
@@ -118,10 +139,12 @@ def clear(root=None) -> int:
         if not (len(sub) == 2 or sub == "runtime") or not os.path.isdir(d):
             continue
         for name in os.listdir(d):
-            # Lock files stay: a compile in progress holds one (and recreates what it needs).
-            if name.endswith((".so", ".json", ".o")):
+            path = os.path.join(d, name)
+            if name.endswith(".lock"):
+                _unlink_unheld_lock(path)  # a compile in progress keeps its lock
+            elif name.endswith((".so", ".json", ".o")):
                 try:
-                    os.unlink(os.path.join(d, name))
+                    os.unlink(path)
                 except FileNotFoundError:
                     pass
         try:

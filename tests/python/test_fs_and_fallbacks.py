@@ -178,3 +178,14 @@ def test_cli_names_and_closed_pipe(tmp_path):
                        capture_output=True, text=True)
     assert len(r.stdout.splitlines()) == 1
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr
+
+
+def test_aot_on_a_full_disk_is_a_user_error(small_fs):
+    common = ["--name", "k", "--out", str(small_fs / "o")]
+    for extra in (["--op", "conv3d_backprop_filter", "--x", "1,4,1,8,8,16:float16",
+                   "--out-backprop", "1,4,1,8,8,16:float16", "--filter-size", "16,1,16,1,1"],
+                  ["--runtime-only"]):
+        r = subprocess.run([sys.executable, "-m", "tbex", "aot", *common, *extra],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2, r.stderr
+        assert "error: [E60000]" in r.stderr and "LLVM ERROR" not in r.stderr, r.stderr

@@ -15,6 +15,7 @@
 
 #include "Halide.h"
 #include "codegen/aot_files.h"
+#include "codegen/objects.h"
 #include "codegen/cpp_source.h"
 #include "lower/pipeline.h"
 #include "support/compilers.h"
@@ -59,7 +60,8 @@ void check_options(const AotOptions& o) {
   for (const std::string& e : o.emit)
     user_check(kEmitKinds.count(e) > 0, code::kValue, "emit",
                "unknown output '" + e + "' (known: static_library, object, header, cpp)");
-  fs::create_directories(o.out_dir);
+  if (std::string why = support::make_dirs(o.out_dir); !why.empty())
+    throw UserError(code::kValue, "out_dir", why);
 }
 
 /** Runs the host C compiler (its output is quoted in the error). */
@@ -85,7 +87,8 @@ struct ScratchDir {
   std::string path;
   explicit ScratchDir(const std::string& out_dir, const std::string& name)
       : path(out_dir + "/." + name + ".tmp." + std::to_string(getpid())) {
-    fs::create_directories(path);
+    if (std::string why = support::make_dirs(path); !why.empty())
+      throw UserError(code::kValue, "out_dir", why);
   }
   ~ScratchDir() {
     std::error_code ec;
@@ -106,12 +109,11 @@ void build_objects(const lower::Lowered& l, const AotOptions& o,
   const std::string kernel_o = tmp.path + "/" + o.name + "_halide.o";
   const std::string wrapper_o = tmp.path + "/" + o.name + "_wrapper.o";
   Halide::Pipeline pipe = l.pipeline;
-  pipe.compile_to({{Halide::OutputFileType::object, kernel_o}}, l.args, o.name + "_halide", kt);
+  codegen::write_object(kernel_o, codegen::object_bytes(pipe.compile_to_module(l.args, o.name + "_halide", kt)));
   run_cc({"-std=c99", "-O2", "-fPIC", "-I" + halide_include_dir(), "-c", wrapper_c, "-o", wrapper_o});
   if (wants(o, "static_library")) {
     const std::string a = o.out_dir + "/" + o.name + ".a";
-    fs::remove(a);  // the archive writer appends to an existing file
-    Halide::create_static_library({kernel_o, wrapper_o}, kt, a);
+    codegen::write_static_library({kernel_o, wrapper_o}, kt, a);
     files.push_back(a);
   }
   if (wants(o, "object")) {
@@ -192,10 +194,9 @@ std::vector<std::string> emit_aot_runtime(const AotOptions& o) {
   info.name = o.name;
   info.target = t.to_string();
   const std::string a = o.out_dir + "/" + o.name + ".a", obj = o.out_dir + "/" + o.name + ".o";
-  fs::remove(a);
   try {
-    Halide::compile_standalone_runtime(
-        {{Halide::OutputFileType::static_library, a}, {Halide::OutputFileType::object, obj}}, t);
+    codegen::write_object(obj, codegen::runtime_object_bytes(t));
+    codegen::write_static_library({obj}, t, a);
   } catch (const Halide::Error& e) {
     throw InternalError("Halide failed to build its runtime for " + info.target + ": " + e.what());
   }

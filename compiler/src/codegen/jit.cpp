@@ -14,6 +14,7 @@
 
 #include "HalideRuntime.h"
 #include "codegen/disk_cache.h"
+#include "codegen/objects.h"
 #include "lower/pipeline.h"
 #include "support/lru_cache.h"
 #include "tbex/errors.h"
@@ -240,12 +241,6 @@ class JitKernel final : public Kernel {
   std::shared_ptr<disk::Library> lib_;
 };
 
-/** A module's object file, compiled in memory. */
-std::string object_bytes(const Halide::Module& m) {
-  const Halide::Buffer<uint8_t> b = m.compile_to_buffer();
-  return std::string(reinterpret_cast<const char*>(b.data()), b.size_in_bytes());
-}
-
 /** The disk-cache key fields of a lowered kernel. */
 disk::Fields key_fields(const Problem& p, const lower::Lowered& l, int threads) {
   disk::Fields f = disk::base_fields();
@@ -266,16 +261,10 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const lower::
   const std::string what = problem.canonical() + " [" + lowered.schedule + "]";
   disk::Emitters emit;
   emit.kernel = [&](const std::string& fn) {
-    return object_bytes(lowered.pipeline.compile_to_module(
+    return codegen::object_bytes(lowered.pipeline.compile_to_module(
         lowered.args, fn, so_target().with_feature(Halide::Target::NoRuntime)));
   };
-  emit.runtime = [] {
-    // A module with the runtime linked in (no NoRuntime) and one trivial function: its object
-    // is the runtime the kernels' .so files link against, made in memory.
-    Halide::Func anchor("tbex_runtime_anchor");
-    anchor() = 0;
-    return object_bytes(anchor.compile_to_module({}, "tbex_runtime_anchor", so_target()));
-  };
+  emit.runtime = [] { return codegen::runtime_object_bytes(so_target()); };
   emit.runtime_id = so_target().to_string();
   auto lib = disk::load_or_build(key_fields(problem, lowered, threads), what, emit);
   if (lib) return std::make_shared<JitKernel>(problem, lowered, requested, threads, std::move(lib));

@@ -1,0 +1,49 @@
+#include "codegen/objects.h"
+
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "support/files.h"
+#include "tbex/errors.h"
+
+namespace tbex::codegen {
+
+std::string object_bytes(const Halide::Module& m) {
+  const Halide::Buffer<uint8_t> b = m.compile_to_buffer();
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size_in_bytes());
+}
+
+std::string runtime_object_bytes(const Halide::Target& t) {
+  // A module without NoRuntime links the runtime in; its one function keeps it a valid module.
+  Halide::Func anchor("tbex_runtime_anchor");
+  anchor() = 0;
+  return object_bytes(anchor.compile_to_module({}, "tbex_runtime_anchor", t.without_feature(Halide::Target::NoRuntime)));
+}
+
+void write_object(const std::string& path, const std::string& bytes) {
+  if (std::string why = support::write_file(path, bytes); !why.empty())
+    throw UserError(code::kValue, path, why);
+}
+
+void write_static_library(const std::vector<std::string>& objects, const Halide::Target& t,
+                          const std::string& archive) {
+  namespace fs = std::filesystem;
+  uintmax_t need = 1 << 20;  // headers and the symbol index
+  for (const std::string& o : objects) need += fs::file_size(o);
+  const std::string dir = fs::path(archive).parent_path().string();
+  struct statvfs st;
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &st) != 0)
+    throw UserError(code::kValue, archive, "cannot inspect " + dir + ": " + std::strerror(errno));
+  const uintmax_t room = uintmax_t(st.f_bavail) * st.f_frsize;
+  user_check(room >= 2 * need, code::kValue, archive.c_str(),
+             "only " + std::to_string(room) + " bytes free in " + dir + "; the static library needs about " +
+                 std::to_string(need));
+  std::error_code ec;
+  fs::remove(archive, ec);  // the archive writer appends to an existing file
+  Halide::create_static_library(objects, t, archive);
+}
+
+}  // namespace tbex::codegen

@@ -1,0 +1,28 @@
+#pragma once
+/** Object files made in memory and written with checked writes: LLVM's own file output ends the
+ * process on a full disk ("LLVM ERROR: IO failure on output stream"), which no caller can catch.
+ * Used by the disk cache and by AOT. */
+#include <string>
+#include <vector>
+
+#include <Halide.h>
+
+namespace tbex::codegen {
+
+/** The module's object file, compiled in memory. */
+std::string object_bytes(const Halide::Module& m);
+
+/** An object file holding the Halide runtime for `t` (and one trivial function, its anchor),
+ * compiled in memory. */
+std::string runtime_object_bytes(const Halide::Target& t);
+
+/** Writes `bytes` to `path`; UserError naming the file when it cannot (a full disk, a
+ * read-only directory). */
+void write_object(const std::string& path, const std::string& bytes);
+
+/** Halide's static-library writer for `objects` -> `archive`, after checking the filesystem has
+ * room for it (that writer, like LLVM's, cannot report a full disk): UserError otherwise. */
+void write_static_library(const std::vector<std::string>& objects, const Halide::Target& t,
+                          const std::string& archive);
+
+}  // namespace tbex::codegen
