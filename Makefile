@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 BUILD   := build/cp311
 JOBS    ?= $(shell nproc)
 
-.PHONY: setup build run test test-cpp test-py check-layers bench clean
+.PHONY: setup build run test test-cpp test-py test-wheel check-layers bench clean
 
 setup:
 	@./scripts/setup.sh
@@ -27,6 +27,10 @@ check-layers:
 	python3 scripts/check_layers.py
 
 test: check-layers test-cpp test-py
+
+# The wheel is the SDK: built, installed into a fresh venv, and used as C, C++ and Python users do.
+test-wheel: build
+	JOBS=$(JOBS) ./scripts/test_wheel.sh
 
 bench: build
 	$(PY) bench/bench.py --quick

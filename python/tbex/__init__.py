@@ -14,6 +14,12 @@ from . import aot, dsl, knobs, layout, tvm  # noqa: E402
 from .knobs import num_threads, set_num_threads  # noqa: E402
 from .conv import convolution_backward  # noqa: E402
 
+import os as _os  # noqa: E402
+
 __version__ = "0.1.0"
+#: The prefix holding tbex's CMake package (``find_package(tbex)``: tbex::runtime,
+#: tbex::compiler, tbex::aclnn, tbex::tbexc, tbex_add_kernel), its headers and libraries:
+#: ``cmake -DCMAKE_PREFIX_PATH=$(python -c "import tbex; print(tbex.cmake_prefix_path)")``.
+cmake_prefix_path = _os.path.dirname(_os.path.abspath(__file__))
 __all__ = ["tvm", "dsl", "layout", "knobs", "aot", "UserError", "CacheWarning", "set_num_threads", "num_threads",
            "convolution_backward"]

@@ -7,7 +7,8 @@ import sys
 USAGE = ("usage: python -m tbex aot [tbexc flags]      (python -m tbex aot --help for the flags)\n"
          "       python -m tbex cache list|info|prune|clear [--dir DIR] [--max-mb N]\n"
          "       python -m tbex knobs                    (every setting, its default and meaning)\n"
-         "       python -m tbex machine [--remeasure]    (this CPU's measured rates, the cost model's inputs)\n")
+         "       python -m tbex machine [--remeasure]    (this CPU's measured rates, the cost model's inputs)\n"
+         "       python -m tbex --cmake-dir              (where tbexConfig.cmake is: -Dtbex_DIR=...)\n")
 
 
 def main(argv=None) -> int:
@@ -28,6 +29,10 @@ def main(argv=None) -> int:
             return 2
         from . import machine
         sys.stdout.write(machine.describe(remeasure="--remeasure" in argv[1:]))
+        return 0
+    if argv and argv[0] == "--cmake-dir":
+        from . import cmake_prefix_path
+        sys.stdout.write(os.path.join(cmake_prefix_path, "lib", "cmake", "tbex") + "\n")
         return 0
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)

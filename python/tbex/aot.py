@@ -12,7 +12,7 @@ import sys
 
 from . import _C
 
-__all__ = ["main", "emit", "emit_runtime", "runtime_library", "include_dir", "DEFAULT_EMIT"]
+__all__ = ["main", "tbexc_main", "emit", "emit_runtime", "runtime_library", "include_dir", "DEFAULT_EMIT"]
 
 DEFAULT_EMIT = ("static_library", "header")
 
@@ -23,6 +23,11 @@ def main(argv, prog="python -m tbex aot") -> int:
     sys.stdout.write(out)
     sys.stderr.write(err)
     return rc
+
+
+def tbexc_main() -> int:
+    """The ``tbexc`` console script of the wheel: tbexc's command line, in this process."""
+    return main(sys.argv[1:], prog="tbexc")
 
 
 def emit(problem, name: str, out_dir: str, emit=DEFAULT_EMIT, target: str = "host",
