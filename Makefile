@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 BUILD   := build/cp311
 JOBS    ?= $(shell nproc)
 
-.PHONY: setup build run test test-cpp test-py test-wheel check-layers bench clean
+.PHONY: setup build run test test-cpp test-py test-wheel test-asan fuzz-long check-layers bench clean
 
 setup:
 	@./scripts/setup.sh
@@ -27,6 +27,20 @@ check-layers:
 	python3 scripts/check_layers.py
 
 test: check-layers test-cpp test-py
+
+# The C++ tests under ASan + UBSan, in their own build directory (docs/fuzzing.md: how long).
+ASAN_BUILD := build/asan
+test-asan: setup
+	.venv/bin/cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTBEX_SANITIZE=ON -DTBEX_BUILD_PYTHON=OFF -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
+	.venv/bin/cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  .venv/bin/ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) $(ASAN_CTEST_ARGS)
+
+# The fuzzer's long run: a million calls (mostly malformed), its summary in build/fuzz-long.json.
+fuzz-long: build
+	$(PY) tests/fuzz/fuzz_args.py --cases 1000000 --rates 0.5,1 --first 1000000000 \
+	  --jobs $(JOBS) --report build/fuzz-long.json
 
 # The wheel is the SDK: built, installed into a fresh venv, and used as C, C++ and Python users do.
 test-wheel: build

@@ -6,10 +6,16 @@
 
 The forward is torch's own conv3d; the backward is one ``tbex.convolution_backward`` call that
 computes only the gradients autograd asks for. Not imported by ``import tbex`` (torch is optional).
+
+As ``torch.nn.Conv3d``: every ``padding_mode`` (non-zero modes pad with ``F.pad`` first, then
+convolve without padding), unbatched ``(C, D, H, W)`` input, and gradients in the memory format
+of their tensor (a ``channels_last_3d`` input gets a ``channels_last_3d`` grad_input). tbex
+computes float32, float16 and bfloat16: other dtypes (float64, ...) raise ``TypeError`` in the
+forward, naming tbex.torch (use ``torch.nn.Conv3d`` for them, e.g. for ``gradcheck``). A double
+backward (``create_graph=True``) raises ``RuntimeError``: the backward is not differentiable.
 """
 import torch
 import torch.nn.functional as F
-from torch.autograd.function import once_differentiable
 
 from . import convolution_backward
 
@@ -43,8 +49,11 @@ class Conv3dFunction(torch.autograd.Function):
         return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_output):
+        if torch.is_grad_enabled():
+            raise RuntimeError("tbex.torch.conv3d: double backward (create_graph=True) is not "
+                               "supported: tbex's backward is not differentiable; use "
+                               "torch.nn.functional.conv3d for higher-order gradients")
         input, weight = ctx.saved_tensors
         stride, padding, dilation, groups = ctx.conv
         need = ctx.needs_input_grad
@@ -53,7 +62,26 @@ class Conv3dFunction(torch.autograd.Function):
         grad_input, grad_weight, grad_bias = convolution_backward(
             grad_output.detach(), input.detach(), weight.detach(), ctx.bias_sizes, stride,
             padding, dilation, False, [0, 0, 0], groups, mask)
-        return grad_input, grad_weight, grad_bias, None, None, None, None
+        return (_like(grad_input, input), _like(grad_weight, weight), grad_bias,
+                None, None, None, None)
+
+
+def _like(grad, t):
+    """grad in t's memory format, as aten gives it (channels_last_3d stays channels_last_3d)."""
+    if grad is None or t.is_contiguous() or not t.is_contiguous(memory_format=torch.channels_last_3d):
+        return grad
+    return grad.contiguous(memory_format=torch.channels_last_3d)
+
+
+_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _check_dtypes(input, weight):
+    for name, t in (("input", input), ("weight", weight)):
+        if t.dtype not in _DTYPES:
+            raise TypeError(f"tbex.torch.conv3d: {name} dtype {t.dtype} is not computed by tbex "
+                            "(float32, float16 or bfloat16); use torch.nn.functional.conv3d / "
+                            "torch.nn.Conv3d for it")
 
 
 def _same_padding(weight, stride, dilation):
@@ -72,6 +100,10 @@ def _same_padding(weight, stride, dilation):
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """``torch.nn.functional.conv3d`` with tbex computing the gradients. ``padding`` is an int,
     3 ints, ``'valid'`` or ``'same'``."""
+    _check_dtypes(input, weight)
+    if input.dim() == 4:  # unbatched (C, D, H, W), as torch accepts it
+        out = conv3d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups)
+        return out.squeeze(0)
     stride = _triple(stride, "stride")
     dilation = _triple(dilation, "dilation")
     if isinstance(padding, str):
@@ -91,13 +123,11 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 class Conv3d(torch.nn.Conv3d):
     """``torch.nn.Conv3d`` (same constructor, parameters and state_dict) whose backward runs on
-    tbex. ``padding_mode`` must be ``'zeros'``."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        if self.padding_mode != "zeros":
-            raise ValueError("tbex.torch.Conv3d: padding_mode must be 'zeros' (tbex pads with "
-                             f"zeros only), got padding_mode={self.padding_mode!r}")
+    tbex; every ``padding_mode``."""
 
     def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            # As torch.nn.Conv3d: pad with the mode first, then convolve without padding.
+            input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return conv3d(input, weight, bias, self.stride, 0, self.dilation, self.groups)
         return conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)

@@ -162,12 +162,6 @@ def test_module_is_a_torch_conv3d():
     assert m.extra_repr() == ref.extra_repr()
 
 
-@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
-def test_padding_mode_other_than_zeros_is_rejected(mode):
-    with pytest.raises(ValueError, match="padding_mode"):
-        tt.Conv3d(2, 2, 3, padding=1, padding_mode=mode)
-
-
 def test_functional_rejects_bad_arguments():
     x = torch.zeros(1, 2, 4, 4, 4)
     w = torch.zeros(2, 2, 3, 3, 3)
