@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 BUILD   := build/cp311
 JOBS    ?= $(shell nproc)
 
-.PHONY: setup build run test test-cpp test-py test-wheel test-asan fuzz-long check-layers bench clean
+.PHONY: setup build run test test-cpp test-py test-wheel test-asan test-large fuzz-long check-layers bench clean
 
 setup:
 	@./scripts/setup.sh
@@ -36,6 +36,10 @@ test-asan: setup
 	.venv/bin/cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  .venv/bin/ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) $(ASAN_CTEST_ARGS)
+
+# A dW whose x has more than 2^31 elements (about 1 GB of memory touched; a minute).
+test-large: build
+	$(PY) tests/large/large_dw.py
 
 # The fuzzer's long run: a million calls (mostly malformed), its summary in build/fuzz-long.json.
 fuzz-long: build

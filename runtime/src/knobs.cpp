@@ -21,6 +21,9 @@ const std::vector<Knob>& all() {
       {"TBEX_PROGRESS_MS", Kind::kInt, "1000",
        "a compile still running after this many milliseconds prints one progress line (when "
        "stderr is a terminal or TBEX_LOG names progress)", "", false},
+      {"TBEX_KERNEL_MAX_ELEMENTS", Kind::kInt, "2147483647",
+       "operands with more elements than this run as one kernel per batch slice (the limit of "
+       "a kernel's 32-bit indexing; lower it to test the slicing on small problems)", "", true},
       {"TBEX_DUMP_DIR", Kind::kPath, "",
        "write each compiled kernel's lowered Halide loop nest to DIR/<problem>.<schedule>.stmt", "",
        false},

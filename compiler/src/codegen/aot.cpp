@@ -15,6 +15,7 @@
 
 #include "Halide.h"
 #include "codegen/aot_files.h"
+#include "codegen/batched.h"
 #include "codegen/objects.h"
 #include "codegen/cpp_source.h"
 #include "lower/pipeline.h"
@@ -134,6 +135,10 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
   const Halide::Target t = parse_target(o.target);
   const Halide::Target kt = t.with_feature(Halide::Target::NoRuntime);
   validate(problem);
+  user_check(codegen::fits_one_kernel(problem), code::kRange, "shape",
+             "an operand of " + problem.canonical() + " has more than 2^31-1 elements: the JIT "
+             "runs such problems per batch slice, an AOT kernel cannot (emit a kernel for a "
+             "slice of the batch instead)");
   codegen::AotBuildInfo info;
   info.name = o.name;
   info.target = kt.to_string();

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "HalideRuntime.h"
+#include "codegen/batched.h"
 #include "codegen/disk_cache.h"
 #include "codegen/objects.h"
 #include "lower/pipeline.h"
@@ -292,6 +293,7 @@ void Kernel::run_dense(const std::vector<const void*>& inputs, void* output) con
 namespace codegen {
 
 std::shared_ptr<const Kernel> jit_compile(const Problem& problem, const CompileOptions& request) {
+  if (auto k = compile_batched(problem, request)) return k;
   const int threads = num_threads();
   const lower::Decision d = lower::select(problem, request, threads, lower::host_target());
   const std::string key = problem.canonical() + "|" + d.schedule + "|" + d.variant + "|" +

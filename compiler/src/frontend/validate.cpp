@@ -26,15 +26,20 @@ void check_bytes(const std::vector<int64_t>& shape, DType t, const char* param) 
 }
 
 /** Halide's kernels index an operand with 32-bit element offsets where its extents are known
- * at compile time (their bounds are constants): 2^31 - 1 elements per operand is the limit. */
+ * at compile time (their bounds are constants): 2^31 - 1 elements per operand. Operands that
+ * carry the batch (dim 0 = N) may exceed it: the kernel then runs per batch slice
+ * (codegen/batched.cpp), so one sample of them must fit. */
 constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;
 
-void check_elements(const std::vector<int64_t>& shape, const char* param) {
+void check_elements(const std::vector<int64_t>& shape, const char* param, bool batched) {
   int64_t n = 1;
-  for (int64_t d : shape) n = checked_mul(n, d, param, "the tensor of shape " + list_str(shape));
+  for (size_t i = batched ? 1 : 0; i < shape.size(); ++i)
+    n = checked_mul(n, shape[i], param, "the tensor of shape " + list_str(shape));
   check_range(n, 0, kMaxElements, param,
-              "the element count of shape " + list_str(shape) +
-                  " (a kernel indexes at most 2^31-1 elements per operand; split the batch)");
+              std::string(batched ? "the element count of one sample of shape "
+                                  : "the element count of shape ") +
+                  list_str(shape) + " (a kernel indexes at most 2^31-1 elements per operand" +
+                  (batched ? ")" : "; larger operands are split along the batch only)"));
 }
 
 /** Dilated kernel fits the padded input, and the output size rule holds, per spatial dim.
@@ -138,17 +143,18 @@ void validate(const Problem& p) {
   internal_check(filter_group_dict(p.op, g) == p.group, "group_dict out of sync with the geometry");
   const auto shapes = p.input_shapes();
   const auto names = p.input_names();
+  // Operands with the batch as dim 0: x and dy (the output's too, except dW's).
   for (size_t i = 0; i < shapes.size(); ++i) {
     check_bytes(shapes[i], DType::kFloat32, names[i].c_str());
-    check_elements(shapes[i], names[i].c_str());
+    check_elements(shapes[i], names[i].c_str(), names[i] == "x" || names[i] == "out_backprop");
   }
   check_bytes(p.output_shape(), DType::kFloat32, "output");
-  check_elements(p.output_shape(), "output");
+  check_elements(p.output_shape(), "output", p.op != OpKind::kBackpropFilter);
   // Kernel-internal staging holds the padded input in fp32.
   const std::vector<int64_t> padded = {g.n, g.in[0] + g.pads[0] + g.pads[1], g.cin1(),
                                        g.in[1] + g.pads[2] + g.pads[3], g.in[2] + g.pads[4] + g.pads[5], kC0};
   check_bytes(padded, DType::kFloat32, "pads");
-  check_elements(padded, "pads");
+  check_elements(padded, "pads", true);
 }
 
 }  // namespace tbex
