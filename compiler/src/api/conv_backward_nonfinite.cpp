@@ -129,74 +129,46 @@ struct Terms {
   }
 };
 
-/** dX of C (grad_input): only positions inside x. */
-void dx_terms(const Terms& T, Flags& F) {
-  const ConvGeometry& g = T.g;
-  const int64_t cin_pg = g.cin_pg(), cout_pg = g.cout_pg();
-  T.nonfinite(T.dy, [&](int64_t n, int64_t co, const std::array<int64_t, 3>& o) {
-    const float d = T.dyv(n, co, o);
-    for (int64_t cig = 0; cig < cin_pg; ++cig)
-      T.each3(g.kernel, [&](const std::array<int64_t, 3>& k) {
-        const auto j = T.pos(o, k);
-        if (T.inside_x(j)) F.add(n, co / cout_pg * cin_pg + cig, j[0], j[1], j[2], term_class(T.wv(co, cig, k), d));
-      });
-  });
-  T.nonfinite(T.w, [&](int64_t co, int64_t cig, const std::array<int64_t, 3>& k) {
-    const float wv = T.wv(co, cig, k);
-    const int64_t ci = co / cout_pg * cin_pg + cig;
-    for (int64_t n = 0; n < g.n; ++n)
-      T.each3(g.out, [&](const std::array<int64_t, 3>& o) {
-        const auto j = T.pos(o, k);
-        if (T.inside_x(j)) F.add(n, ci, j[0], j[1], j[2], term_class(wv, T.dyv(n, co, o)));
-      });
-  });
-}
+/** One term of conv C: W[co, cig, k] (ci = its group's base + cig), x[n, ci, j], dy[n, co, o]
+ * with j = pos(o, k) inside x. */
+struct Term {
+  int64_t n, co, ci, cig;
+  std::array<int64_t, 3> o, k, j;
+};
 
-/** dW of C (grad_weight). */
-void dw_terms(const Terms& T, Flags& F) {
+/** Calls visit(term) for every term that reads a NaN / Inf of x, W or dy (those `op` multiplies:
+ * dX reads W and dy, dW x and dy, the forward conv W and x). A term with two such values is
+ * visited twice; flags do not mind. */
+template <class F>
+void each_nonfinite_term(OpKind op, const Terms& T, F&& visit) {
   const ConvGeometry& g = T.g;
   const int64_t cin_pg = g.cin_pg(), cout_pg = g.cout_pg();
-  T.nonfinite(T.x, [&](int64_t n, int64_t ci, const std::array<int64_t, 3>& j) {
-    const float xv = T.xv(n, ci, j);
-    const int64_t grp = ci / cin_pg;
-    for (int64_t co = grp * cout_pg; co < (grp + 1) * cout_pg; ++co)
-      T.each3(g.kernel, [&](const std::array<int64_t, 3>& k) {
-        std::array<int64_t, 3> o;
-        if (T.out_of(j, k, o)) F.add(co, ci % cin_pg, k[0], k[1], k[2], term_class(xv, T.dyv(n, co, o)));
-      });
-  });
-  T.nonfinite(T.dy, [&](int64_t n, int64_t co, const std::array<int64_t, 3>& o) {
-    const float d = T.dyv(n, co, o);
-    for (int64_t cig = 0; cig < cin_pg; ++cig)
-      T.each3(g.kernel, [&](const std::array<int64_t, 3>& k) {
-        const auto j = T.pos(o, k);
-        if (T.inside_x(j)) F.add(co, cig, k[0], k[1], k[2], term_class(T.xv(n, co / cout_pg * cin_pg + cig, j), d));
-      });
-  });
-}
-
-/** The forward conv of C (a transposed conv's grad_input, shaped like dy). */
-void fwd_terms(const Terms& T, Flags& F) {
-  const ConvGeometry& g = T.g;
-  const int64_t cin_pg = g.cin_pg(), cout_pg = g.cout_pg();
-  T.nonfinite(T.x, [&](int64_t n, int64_t ci, const std::array<int64_t, 3>& j) {
-    const float xv = T.xv(n, ci, j);
-    const int64_t grp = ci / cin_pg;
-    for (int64_t co = grp * cout_pg; co < (grp + 1) * cout_pg; ++co)
-      T.each3(g.kernel, [&](const std::array<int64_t, 3>& k) {
-        std::array<int64_t, 3> o;
-        if (T.out_of(j, k, o)) F.add(n, co, o[0], o[1], o[2], term_class(T.wv(co, ci % cin_pg, k), xv));
-      });
-  });
-  T.nonfinite(T.w, [&](int64_t co, int64_t cig, const std::array<int64_t, 3>& k) {
-    const float wv = T.wv(co, cig, k);
-    const int64_t ci = co / cout_pg * cin_pg + cig;
-    for (int64_t n = 0; n < g.n; ++n)
-      T.each3(g.out, [&](const std::array<int64_t, 3>& o) {
-        const auto j = T.pos(o, k);
-        if (T.inside_x(j)) F.add(n, co, o[0], o[1], o[2], term_class(wv, T.xv(n, ci, j)));
-      });
-  });
+  auto group_ci = [&](int64_t co, int64_t cig) { return co / cout_pg * cin_pg + cig; };
+  if (op != OpKind::kBackpropInput)
+    T.nonfinite(T.x, [&](int64_t n, int64_t ci, const std::array<int64_t, 3>& j) {
+      const int64_t grp = ci / cin_pg;
+      for (int64_t co = grp * cout_pg; co < (grp + 1) * cout_pg; ++co)
+        T.each3(g.kernel, [&](const std::array<int64_t, 3>& k) {
+          std::array<int64_t, 3> o;
+          if (T.out_of(j, k, o)) visit(Term{n, co, ci, ci % cin_pg, o, k, j});
+        });
+    });
+  if (op != OpKind::kBackpropFilter)
+    T.nonfinite(T.w, [&](int64_t co, int64_t cig, const std::array<int64_t, 3>& k) {
+      for (int64_t n = 0; n < g.n; ++n)
+        T.each3(g.out, [&](const std::array<int64_t, 3>& o) {
+          const auto j = T.pos(o, k);
+          if (T.inside_x(j)) visit(Term{n, co, group_ci(co, cig), cig, o, k, j});
+        });
+    });
+  if (op != OpKind::kForward)
+    T.nonfinite(T.dy, [&](int64_t n, int64_t co, const std::array<int64_t, 3>& o) {
+      for (int64_t cig = 0; cig < cin_pg; ++cig)
+        T.each3(g.kernel, [&](const std::array<int64_t, 3>& k) {
+          const auto j = T.pos(o, k);
+          if (T.inside_x(j)) visit(Term{n, co, group_ci(co, cig), cig, o, k, j});
+        });
+    });
 }
 
 }  // namespace
@@ -221,9 +193,14 @@ void apply_nonfinite(OpKind op, const ConvGeometry& g, const View5& x, const Vie
                      const View5& dy, DType t, const View5& out) {
   const Terms T{g, x, w, dy, t};
   Flags F(out.shape);
-  if (op == OpKind::kBackpropInput) dx_terms(T, F);
-  else if (op == OpKind::kBackpropFilter) dw_terms(T, F);
-  else fwd_terms(T, F);
+  each_nonfinite_term(op, T, [&](const Term& m) {
+    if (op == OpKind::kBackpropInput)  // grad_input[n, ci, j] += W * dy
+      F.add(m.n, m.ci, m.j[0], m.j[1], m.j[2], term_class(T.wv(m.co, m.cig, m.k), T.dyv(m.n, m.co, m.o)));
+    else if (op == OpKind::kBackpropFilter)  // grad_weight[co, cig, k] += x * dy
+      F.add(m.co, m.cig, m.k[0], m.k[1], m.k[2], term_class(T.xv(m.n, m.ci, m.j), T.dyv(m.n, m.co, m.o)));
+    else  // y[n, co, o] += W * x
+      F.add(m.n, m.co, m.o[0], m.o[1], m.o[2], term_class(T.wv(m.co, m.cig, m.k), T.xv(m.n, m.ci, m.j)));
+  });
   F.apply(out);
   if (log::enabled("conv"))
     log::print("conv", std::string("NaN/Inf in the operands of ") + op_name(op) +
