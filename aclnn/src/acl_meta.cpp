@@ -2,7 +2,9 @@
 // have to distrust (negative dims, overflow, a view reaching outside its storage).
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include "objects.h"
 #include "status.h"
@@ -155,6 +157,44 @@ const char* format_str(aclFormat f) {
   return "unknown aclFormat";
 }
 
+namespace {
+std::mutex& handles_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::unordered_set<const void*>& handles() {
+  static std::unordered_set<const void*> h;
+  return h;
+}
+}  // namespace
+
+void add_handle(const void* h) {
+  std::lock_guard<std::mutex> l(handles_mu());
+  handles().insert(h);
+}
+
+bool drop_handle(const void* h) {
+  std::lock_guard<std::mutex> l(handles_mu());
+  return handles().erase(h) > 0;
+}
+
+bool live_handle(const void* h) {
+  std::lock_guard<std::mutex> l(handles_mu());
+  return handles().count(h) > 0;
+}
+
+/** Destroys a live handle of type T; a null one is a no-op, any other is refused untouched. */
+template <class T>
+aclnnStatus destroy(const char* api, const T* h, const char* what) {
+  clear_error();
+  if (!h) return ACLNN_SUCCESS;
+  if (!drop_handle(h))
+    return set_error(api, ACLNN_ERR_PARAM_INVALID,
+                     std::string("not a live ") + what + " (destroyed already, or never created)");
+  delete h;
+  return ACLNN_SUCCESS;
+}
+
 }  // namespace tbex::aclnn
 
 using tbex::aclnn::guarded;
@@ -169,6 +209,7 @@ ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsN
   guarded("aclCreateTensor", [&] {
     t = tbex::aclnn::create_tensor(viewDims, viewDimsNum, dataType, stride, offset, format,
                                    storageDims, storageDimsNum, tensorData);
+    tbex::aclnn::add_handle(t);
     return ACLNN_SUCCESS;
   });
   return t;
@@ -179,6 +220,7 @@ ACLNN_API aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
   guarded("aclCreateIntArray", [&] {
     if (size > 0) tbex::aclnn::require_not_null(value, "value");
     a = new aclIntArray{std::vector<int64_t>(value, value + size)};
+    tbex::aclnn::add_handle(a);
     return ACLNN_SUCCESS;
   });
   return a;
@@ -189,27 +231,22 @@ ACLNN_API aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
   guarded("aclCreateBoolArray", [&] {
     if (size > 0) tbex::aclnn::require_not_null(value, "value");
     a = new aclBoolArray{std::vector<bool>(value, value + size)};
+    tbex::aclnn::add_handle(a);
     return ACLNN_SUCCESS;
   });
   return a;
 }
 
 ACLNN_API aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
-  tbex::aclnn::clear_error();
-  delete tensor;
-  return ACLNN_SUCCESS;
+  return tbex::aclnn::destroy("aclDestroyTensor", tensor, "aclTensor");
 }
 
 ACLNN_API aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
-  tbex::aclnn::clear_error();
-  delete array;
-  return ACLNN_SUCCESS;
+  return tbex::aclnn::destroy("aclDestroyIntArray", array, "aclIntArray");
 }
 
 ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
-  tbex::aclnn::clear_error();
-  delete array;
-  return ACLNN_SUCCESS;
+  return tbex::aclnn::destroy("aclDestroyBoolArray", array, "aclBoolArray");
 }
 
 }  // extern "C"

@@ -104,7 +104,20 @@ struct Call {
 };
 
 /** Missing pointers (ACLNN_ERR_PARAM_NULLPTR) and the mask's length; returns the mask. */
+/** A non-null handle that was destroyed (or never created by this library). */
+void require_live(const void* h, const char* name) {
+  require(!h || live_handle(h), ACLNN_ERR_PARAM_INVALID,
+          str(name) + " is not a live handle (destroyed already, or not made by aclCreate*)");
+}
+
 std::array<bool, 3> check_pointers(const Call& c) {
+  const std::pair<const void*, const char*> handles[] = {
+      {c.grad_output, "gradOutput"}, {c.input, "input"}, {c.weight, "weight"},
+      {c.bias_sizes, "biasSizes"}, {c.stride, "stride"}, {c.padding, "padding"},
+      {c.dilation, "dilation"}, {c.output_padding, "outputPadding"},
+      {c.output_mask, "outputMask"}, {c.outputs[0], "gradInput"}, {c.outputs[1], "gradWeight"},
+      {c.outputs[2], "gradBias"}};
+  for (const auto& [h, name] : handles) require_live(h, name);
   require_not_null(c.grad_output, "gradOutput");
   require_not_null(c.input, "input");
   require_not_null(c.weight, "weight");

@@ -33,6 +33,13 @@ namespace tbex::aclnn {
 
 constexpr uint64_t kMaxTensorRank = 8;
 
+/** Live aclTensor / aclIntArray / aclBoolArray handles: created ones until destroyed. A second
+ * destroy, or a destroyed handle passed to an op, is ACLNN_ERR_PARAM_INVALID instead of a
+ * double free or a use after free. */
+void add_handle(const void* h);
+bool drop_handle(const void* h);  ///< false when h is not live
+bool live_handle(const void* h);
+
 /** CANN spellings, for messages: "ACL_FLOAT16", "ACL_FORMAT_NCDHW"; the number otherwise. */
 const char* dtype_str(aclDataType t);
 const char* format_str(aclFormat f);

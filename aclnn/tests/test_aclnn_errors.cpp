@@ -393,6 +393,33 @@ TEST(AclnnErrors, DilationValues) {
   }
 }
 
+// Handles are destroyed once: a second destroy, or an op given a destroyed handle, is an error,
+// not a double free or a use after free.
+TEST(AclnnErrors, DestroyedHandles) {
+  const int64_t dims[3] = {1, 16, 8};
+  std::vector<float> mem(128);
+  aclTensor* t = aclCreateTensor(dims, 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, nullptr, 0, mem.data());
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(aclDestroyTensor(t), ACLNN_SUCCESS);
+  EXPECT_EQ(aclDestroyTensor(t), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("not a live aclTensor"), std::string::npos);
+  const int64_t v[1] = {1};
+  aclIntArray* a = aclCreateIntArray(v, 1);
+  EXPECT_EQ(aclDestroyIntArray(a), ACLNN_SUCCESS);
+  EXPECT_EQ(aclDestroyIntArray(a), ACLNN_ERR_PARAM_INVALID);
+  const bool b[1] = {true};
+  aclBoolArray* m = aclCreateBoolArray(b, 1);
+  EXPECT_EQ(aclDestroyBoolArray(m), ACLNN_SUCCESS);
+  EXPECT_EQ(aclDestroyBoolArray(m), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(aclDestroyTensor(nullptr), ACLNN_SUCCESS);
+  // An op given a destroyed stride array.
+  Call c;
+  aclIntArray* stride = aclCreateIntArray(v, 1);
+  aclDestroyIntArray(stride);
+  c.p_stride = stride;
+  expect_failure(c, ACLNN_ERR_PARAM_INVALID, {"stride", "not a live handle"});
+}
+
 // Values whose geometry arithmetic overflowed int64 were once accepted and ran to finite garbage.
 TEST(AclnnErrors, HugeWindowValuesAreRefused) {
   const int64_t kBig = INT64_MAX;

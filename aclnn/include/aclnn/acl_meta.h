@@ -99,7 +99,10 @@ ACLNN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsN
 /** Copies `size` values (value may be null when size is 0). */
 ACLNN_API aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
 ACLNN_API aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size);
-/** Destroying null is a no-op returning ACLNN_SUCCESS. */
+/** Destroying null is a no-op returning ACLNN_SUCCESS. A handle is destroyed once: destroying it
+ * again (or any pointer these functions did not return) returns ACLNN_ERR_PARAM_INVALID and
+ * touches nothing, and an op given a destroyed handle returns ACLNN_ERR_PARAM_INVALID (tbex
+ * keeps a registry of live handles). */
 ACLNN_API aclnnStatus aclDestroyTensor(const aclTensor *tensor);
 ACLNN_API aclnnStatus aclDestroyIntArray(const aclIntArray *array);
 ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray *array);
