@@ -12,6 +12,7 @@ round trips are exact. Bad shapes or dtypes raise ``tbex`` user errors.
 """
 
 from ._C import layout as _l
+from .errors import UserError
 
 __all__ = [
     "shape_6hd",
@@ -39,9 +40,18 @@ def ncdhw_to_6hd(a):
     return _l.ncdhw_to_6hd(a)
 
 
-def ncdhw_from_6hd(a6, c):
+def ncdhw_from_6hd(a6, c, hw=None):
     """6HD array ``a6`` -> new NCDHW array with ``c`` channels (``ceil(c/16)`` must equal C1);
-    padding lanes are ignored."""
+    padding lanes are ignored. dX's output ``(N, D, C1, H*W, 16)`` is taken as it is, with
+    ``hw=(H, W)``."""
+    if getattr(a6, "ndim", None) == 5:
+        if hw is None or len(hw) != 2:
+            raise UserError("hw: dX's (N, D, C1, H*W, 16) output needs hw=(H, W), got "
+                            f"{hw!r}", "E62501", "hw")
+        h, w = (int(v) for v in hw)
+        if h * w != a6.shape[3]:
+            raise UserError(f"hw: {h} * {w} should be the output's H*W {a6.shape[3]}", "E60000", "hw")
+        a6 = a6.reshape(tuple(a6.shape[:3]) + (h, w, a6.shape[4]))
     return _l.ncdhw_from_6hd(a6, c)
 
 
@@ -53,5 +63,11 @@ def oidhw_to_fz3d(w, groups=1):
 
 def oidhw_from_fz3d(fz, oidhw_shape, groups=1):
     """FRACTAL_Z_3D array ``fz`` -> new OIDHW array of shape ``oidhw_shape`` (5 ints);
-    ``fz.shape`` must equal ``shape_fz3d(oidhw_shape, groups)``."""
+    ``fz.shape`` must equal ``shape_fz3d(oidhw_shape, groups)``, or be dW's output
+    ``(real_g, Kd*cin1_g*Kh*Kw, cout_g, 16)`` (the same bytes, docs/layouts.md)."""
+    want = tuple(shape_fz3d(oidhw_shape, groups))
+    shape = tuple(getattr(fz, "shape", ()))
+    if len(shape) == 4 and shape != want and shape[3] == 16 and shape[0] * shape[1] == want[0] \
+            and shape[2] == want[1] * 16:
+        fz = fz.reshape(want)
     return _l.oidhw_from_fz3d(fz, oidhw_shape, groups)

@@ -215,3 +215,21 @@ def test_operands_past_2_31_elements_are_refused_up_front():
     with pytest.raises(tbex.UserError) as info:
         tbex.convolution_backward(gy, big, w, None, [1], [0], [1], False, [0], 1, [False, True, False])
     assert info.value.code == "161002" and "2^31-1 elements" in str(info.value)
+
+
+def test_layout_helpers_take_the_op_outputs_as_they_are():
+    from tbex import layout
+    rng = np.random.default_rng(0)
+    # dW: (real_g, Kd*cin1_g*Kh*Kw, cout_g, 16) is FRACTAL_Z_3D's bytes.
+    w = rng.standard_normal((24, 4, 2, 3, 3)).astype(np.float32)
+    fz = layout.oidhw_to_fz3d(w, 2)
+    gd = tbex._C.derive_group_dict(8, 24, 2)
+    dw_out = fz.reshape(gd["real_g"], -1, gd["cout_g"], 16)
+    np.testing.assert_array_equal(layout.oidhw_from_fz3d(dw_out, w.shape, 2), w)
+    # dX: (N, D, C1, H*W, 16) with hw=(H, W).
+    x = rng.standard_normal((2, 20, 3, 4, 5)).astype(np.float32)
+    a6 = layout.ncdhw_to_6hd(x)
+    dx_out = a6.reshape(2, 3, 2, 20, 16)
+    np.testing.assert_array_equal(layout.ncdhw_from_6hd(dx_out, 20, hw=(4, 5)), x)
+    _raises("E62501", "hw", lambda: layout.ncdhw_from_6hd(dx_out, 20))
+    _raises("E60000", "hw", lambda: layout.ncdhw_from_6hd(dx_out, 20, hw=(4, 4)))
