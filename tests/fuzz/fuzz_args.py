@@ -378,12 +378,14 @@ def run_case(seed: int):
 # ------------------------------------------------------------------------------ worker / parent
 
 
-def worker(first: int, last: int, log_path: str, rates: str):
+def worker(first: int, last: int, log_path: str, rates: str, deadline: float):
     """Runs cases [first, last); writes 'START id' before each and a JSON line after."""
     import tbex  # noqa: F401 - import once, outside the timed cases
     RATES[:] = [float(x) for x in rates.split(",")]
     with open(log_path, "a", buffering=1) as log:
         for seed in range(first, last):
+            if deadline and time.time() > deadline:
+                break
             log.write(f"START {seed}\n")
             try:
                 name, outcome = run_case(seed)
@@ -409,7 +411,8 @@ def parent(first: int, count: int, seconds: float, per_case_timeout: float, jobs
     def spawn(i, lo, hi):
         log = os.path.join(log_dir, f"worker{i}.log")
         open(log, "w").close()
-        p = subprocess.Popen([sys.executable, __file__, "--worker", str(lo), str(hi), log, rates],
+        p = subprocess.Popen([sys.executable, __file__, "--worker", str(lo), str(hi), log, rates,
+                              str(deadline or 0)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         return {"i": i, "p": p, "hi": hi, "log": log, "pos": 0, "last": lo, "done": lo - 1,
                 "t": time.time()}
@@ -484,10 +487,11 @@ def main(argv=None):
     ap.add_argument("--rates", default=",".join(str(x) for x in RATES),
                     help="per case, one of these is the chance that an argument is malformed "
                          "(0: a valid call, computed and checked); the long run uses 0.5,1")
-    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
-        worker(int(a.worker[0]), int(a.worker[1]), a.worker[2], a.worker[3])
+        w = a.worker + ["0"] * (5 - len(a.worker))
+        worker(int(w[0]), int(w[1]), w[2], w[3], float(w[4]))
         return 0
     RATES[:] = [float(x) for x in a.rates.split(",")]
     if a.replay is not None:
