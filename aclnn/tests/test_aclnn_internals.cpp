@@ -107,7 +107,7 @@ TEST(AclnnExecutorInternals, FailedSyncRunMapsTheException) {
     std::function<void()> fail;
     aclnnStatus status;
   } cases[] = {
-      {[] { throw UserError("", "gradInput", "view changed"); }, ACLNN_ERR_PARAM_INVALID},
+      {[] { throw UserError(code::kAclnnInvalid, "gradInput", "view changed"); }, ACLNN_ERR_PARAM_INVALID},
       {[] { throw InternalError("bug"); }, ACLNN_ERR_INNER},
       {[] { throw std::bad_alloc(); }, ACLNN_ERR_INNER},
       {[] { throw 42; }, ACLNN_ERR_INNER},

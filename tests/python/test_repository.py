@@ -64,3 +64,16 @@ def test_data_files_are_in_the_repository(name, count):
     cases = json.loads(path.read_text())
     assert len(cases) == count
     assert len({c["case_name"] for c in cases}) == count
+
+
+def test_every_user_error_carries_a_code():
+    """A UserError with an empty code is a defect (docs/validation.md): none in the sources."""
+    pattern = re.compile(r'UserError\(\s*""|user_check\([^;]*?,\s*""\s*,|raise UserError\([^;]*?,\s*""\s*,')
+    bad = []
+    for path in _repository_files():
+        if not path.endswith((".cpp", ".h", ".py")) or path.startswith(("tests/", "bench/")):
+            continue
+        text = (REPO / path).read_text(encoding="utf-8")
+        for m in pattern.finditer(text):
+            bad.append(f"{path}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)[:60]}")
+    assert not bad, "\n".join(bad)

@@ -1,6 +1,6 @@
 """Issue 12's reproducers, each a regression test: arguments are converted strictly (owned
 references, no coercion), all geometry arithmetic is bounded before it is done, and every
-UserError carries its code (SPEC section 5: TBE codes for the DSL, aclnn's 161001 / 161002 for
+UserError carries its code (docs/validation.md: TBE codes for the DSL, aclnn's 161001 / 161002 for
 convolution_backward)."""
 import os
 import subprocess
