@@ -189,3 +189,14 @@ def test_aot_on_a_full_disk_is_a_user_error(small_fs):
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 2, r.stderr
         assert "error: [E60000]" in r.stderr and "LLVM ERROR" not in r.stderr, r.stderr
+
+
+def test_missing_cxx_compiler_falls_back_with_a_warning(tmp_path):
+    # No C++ compiler on PATH: the cache cannot link its .so files.
+    out, _ = run_script(2, {"TBEX_CACHE_DIR": str(tmp_path / "cache"), "PATH": str(tmp_path), "CXX": ""})
+    assert out["bad"] == 0 and len(out["cache_warnings"]) == 1
+    assert "no C++ compiler found" in out["cache_warnings"][0]
+    # A CXX that is not a program: said once, another compiler links.
+    out, _ = run_script(1, {"TBEX_CACHE_DIR": str(tmp_path / "cache2"), "CXX": "/nonexistent/c++"})
+    assert out["bad"] == 0 and len(out["cache_warnings"]) == 1
+    assert "CXX=/nonexistent/c++ is not a program" in out["cache_warnings"][0]

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tbex/knobs.h"
+#include "tbex/log.h"
 
 namespace tbex::support {
 namespace {
@@ -44,10 +45,17 @@ std::vector<std::string> c_compiler() {
 }
 
 std::vector<std::string> cxx_compiler() {
-  if (auto w = words(env("CXX")); !w.empty())
+  const std::vector<std::string> asked = words(env("CXX"));
+  if (!asked.empty()) {
+    std::vector<std::string> w = asked;
     if (std::string p = find_program(w[0]); !p.empty()) return w[0] = p, w;
+  }
   for (const char* c : {"c++", "g++", "clang++"})
-    if (std::string p = find_program(c); !p.empty()) return {p};
+    if (std::string p = find_program(c); !p.empty()) {
+      if (!asked.empty())
+        log::warn_once("cxx", "CXX=" + env("CXX") + " is not a program on PATH; the kernel cache links with " + p);
+      return {p};
+    }
   return {};
 }
 
