@@ -33,9 +33,9 @@ def test_python_table_is_the_cpp_registry():
         assert k["kind"] in ("int", "bool", "str", "path", "list")
         assert k["doc"], k["name"]
         assert re.search(rf"^{k['name']} \({k['kind']}, default ", text, re.M), k["name"]
-    # The codegen knobs are exactly the tile overrides.
+    # The codegen knobs are exactly the tile overrides and the batch-slicing limit.
     assert sorted(k["name"] for k in knobs.table() if k["affects_codegen"]) == \
-        ["TBEX_DW_TILE", "TBEX_DX_TILE", "TBEX_FWD_TILE"]
+        ["TBEX_DW_TILE", "TBEX_DX_TILE", "TBEX_FWD_TILE", "TBEX_KERNEL_MAX_ELEMENTS"]
 
 
 def test_every_knob_the_product_names_is_registered():
