@@ -2,6 +2,8 @@
 // naming the parameter; Ascend-only hardware limits are accepted.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tbex/tbex.h"
 
 namespace tbex {
@@ -382,6 +384,38 @@ TEST(Errors, MakeProblemGroupDictFollowsTheFilterPacking) {
   EXPECT_TRUE(make_problem(OpKind::kForward, g, f32, f32).group == derive_group_dict(32, 16, 4));
   EXPECT_EQ(make_forward_problem(g, f16, f32, "k").canonical(),
             make_problem(OpKind::kForward, g, f16, f32, "k").canonical());
+}
+
+/** A geometry with one spatial dim (W) and the given window; out follows the output rule. */
+ConvGeometry w_geometry(int64_t n, int64_t cin, int64_t cout, int64_t groups, int64_t w, int64_t k,
+                        int64_t stride, int64_t dil, int64_t pad) {
+  ConvGeometry g;
+  g.n = n; g.cin = cin; g.cout = cout; g.groups = groups;
+  g.in = {1, 1, w}; g.kernel = {1, 1, k}; g.stride = {1, 1, stride}; g.dilation = {1, 1, dil};
+  g.pads = {0, 0, 0, 0, pad, pad};
+  g.out = {1, 1, (w + 2 * pad - (k - 1) * dil - 1) / stride + 1};
+  return g;
+}
+
+// Geometries at the edges of what validation accepts: every schedule's estimate is computed
+// without overflow (the sanitizer build turns one into a failure) and is a finite time.
+TEST(Errors, BorderlineGeometriesRankWithoutOverflow) {
+  const int64_t kMax = 2147483647;
+  const ConvGeometry cases[] = {
+      w_geometry(1, 16, 16, 1, (int64_t(1) << 27) - 1, 1, kMax, 1, 0),  // stride 2^31-1
+      w_geometry(1, 16, 16, 1, (int64_t(1) << 26) + 1, 2, 1, int64_t(1) << 26, 0),  // dilation 2^26
+      w_geometry(1, 16, 16, 1, 1, 1, 1, 1, int64_t(1) << 25),            // pads 2^25
+      w_geometry(int64_t(1) << 16, 1 << 15, 1 << 15, 1, 1, 1, 1, 1, 0),  // 2^15 channels, batch 2^16
+      w_geometry(2, 1 << 15, 1 << 15, 1 << 15, 3, 3, 1, 1, 1),          // 2^15 groups (depthwise)
+  };
+  for (const ConvGeometry& g : cases)
+    for (OpKind op : {OpKind::kBackpropFilter, OpKind::kBackpropInput, OpKind::kForward}) {
+      const Problem p = make_problem(op, g, DType::kFloat16, DType::kFloat32);
+      SCOPED_TRACE(p.canonical());
+      const auto ranked = rank_schedules(p);
+      ASSERT_FALSE(ranked.empty());
+      for (const RankedChoice& r : ranked) EXPECT_TRUE(std::isfinite(r.ms) && r.ms >= 0) << r.schedule;
+    }
 }
 
 }  // namespace
