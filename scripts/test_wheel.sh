@@ -40,13 +40,17 @@ prefix=$("$vpy" -c "import tbex; print(tbex.cmake_prefix_path)")
   --pads 1,1,1,1,1,1 | grep -q "k.a"
 "$work/venv/bin/tbexc" --runtime-only --name rt --out "$work/aot" | grep -q "rt.a"
 
+# cmake from the project's venv when it has one (make setup), else the one on PATH.
+cmake=cmake
+[[ -x "$root/.venv/bin/cmake" ]] && cmake="$root/.venv/bin/cmake"
+
 build_aot_example() {  # $1: the venv's python
   local cmake_dir
   cmake_dir=$("$1" -m tbex --cmake-dir)
   rm -rf "$work/aot_cmake"
-  cmake -S "$root/examples/aot_cmake" -B "$work/aot_cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  "$cmake" -S "$root/examples/aot_cmake" -B "$work/aot_cmake" -DCMAKE_BUILD_TYPE=Release \
     -Dtbex_DIR="$cmake_dir" >/dev/null
-  cmake --build "$work/aot_cmake" -j"$jobs" >/dev/null
+  "$cmake" --build "$work/aot_cmake" -j"$jobs" >/dev/null
   "$work/aot_cmake/aot_cmake_example" | tail -1
 }
 echo "test-wheel: examples/aot_cmake against the installed CMake package"

@@ -123,7 +123,7 @@ def _run(x, w, gy, a):
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered")
-@pytest.mark.parametrize("seed", range(160))
+@pytest.mark.parametrize("seed", range(120))
 def test_nonfinite_pattern_matches_the_defining_sums(seed):
     x, w, gy, a = _case(seed)
     _, ours = _run(x, w, gy, a)
@@ -133,7 +133,7 @@ def test_nonfinite_pattern_matches_the_defining_sums(seed):
         _same_pattern(ours[i], ref[i], what)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(30))
 def test_nonfinite_pattern_matches_torch_without_padding(seed):
     x, w, gy, a = _case(1000 + seed, padding=False)
     bias, ours = _run(x, w, gy, a)
