@@ -2,6 +2,7 @@
 PY      := .venv/bin/python
 BUILD   := build/cp311
 JOBS    ?= $(shell nproc)
+CMAKE   := $(shell test -x .venv/bin/cmake && echo .venv/bin/cmake || echo cmake)
 
 .PHONY: setup build run test test-cpp test-py test-wheel test-asan test-large fuzz-long check-layers bench clean
 
@@ -31,9 +32,9 @@ test: check-layers test-cpp test-py
 # The C++ tests under ASan + UBSan, in their own build directory (docs/fuzzing.md: how long).
 ASAN_BUILD := build/asan
 test-asan: setup
-	.venv/bin/cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	$(CMAKE) -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DTBEX_SANITIZE=ON -DTBEX_BUILD_PYTHON=OFF -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
-	.venv/bin/cmake --build $(ASAN_BUILD) -j$(JOBS)
+	$(CMAKE) --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  .venv/bin/ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) $(ASAN_CTEST_ARGS)
 
