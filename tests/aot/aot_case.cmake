@@ -42,5 +42,5 @@ run("${CXX}" -std=c++17 -O1 -Wall -Wextra -Werror "-DTBEX_AOT_NAME=${NAME}"
     "-DTBEX_AOT_HEADER=\"${NAME}.h\"" "-I${WORK}" "-I${SRC_DIR}/tests/cpp"
     "-I${SRC_DIR}/compiler/include" "-I${SRC_DIR}/runtime/include"
     "${SRC_DIR}/tests/aot/aot_consumer.cpp" ${kernel} "${TBEX_RUNTIME}" "${RUNTIME}"
-    -lpthread -ldl -o "${WORK}/consumer")
+    ${SANITIZE} -lpthread -ldl -o "${WORK}/consumer")
 run("${WORK}/consumer" ${MODE})

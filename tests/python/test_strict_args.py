@@ -233,3 +233,17 @@ def test_layout_helpers_take_the_op_outputs_as_they_are():
     np.testing.assert_array_equal(layout.ncdhw_from_6hd(dx_out, 20, hw=(4, 5)), x)
     _raises("E62501", "hw", lambda: layout.ncdhw_from_6hd(dx_out, 20))
     _raises("E60000", "hw", lambda: layout.ncdhw_from_6hd(dx_out, 20, hw=(4, 4)))
+
+
+def test_a_huge_stride_over_one_output_position_runs():
+    # Found by the fuzzer's long run (a hang): stride 2^31-1 where D has one output position made
+    # dX's stride-phase frame 2^31 phases. The stride never multiplies anything but 0 there.
+    rng = np.random.default_rng(1)
+    gy = rng.standard_normal((1, 5, 1, 3, 4)).astype(np.float32)
+    x = rng.standard_normal((1, 1, 2, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((5, 1, 2, 1, 1)).astype(np.float32)
+    args = ([5], [1, 0, 1], [2, 1, 1], False, [0, 0, 0], 1, [True, True, True])
+    huge = tbex.convolution_backward(gy, x, w, [5], [2**31 - 1, 2, 2], *args[1:])
+    small = tbex.convolution_backward(gy, x, w, [5], [2, 2, 2], *args[1:])  # also one D position
+    for a, b in zip(huge, small):
+        np.testing.assert_array_equal(a, b)

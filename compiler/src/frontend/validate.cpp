@@ -3,6 +3,8 @@
  *
  * Ascend hardware limits (stride <= 63, sizes <= 4096, pad < kernel, buffer sizes) are
  * deliberately not enforced: a CPU computes those problems. */
+#include <algorithm>
+
 #include "tbex/errors.h"
 #include "tbex/problem.h"
 
@@ -126,6 +128,16 @@ Problem make_problem(OpKind op, const ConvGeometry& geo, DType in_dtype, DType r
   Problem p;
   p.op = op;
   p.geo = geo;
+  check_geometry(geo);
+  check_spatial(geo, op == OpKind::kForward);
+  // A dim with one output position never multiplies its stride by anything but 0: the smallest
+  // stride that keeps the output-size rule gives the same conv, and dX's stride-phase frame
+  // (one phase per stride step) stays the size of the input (a stride of 2^31-1 made 2^31 phases).
+  for (int i = 0; i < 3; ++i)
+    if (geo.out[i] == 1) {
+      const int64_t padded = geo.in[i] + geo.pads[2 * i] + geo.pads[2 * i + 1];
+      p.geo.stride[i] = std::min(geo.stride[i], padded - ((geo.kernel[i] - 1) * geo.dilation[i] + 1) + 1);
+    }
   p.group = filter_group_dict(op, geo);
   p.in_dtype = in_dtype;
   p.res_dtype = res_dtype;
