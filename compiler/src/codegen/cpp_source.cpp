@@ -21,11 +21,13 @@
  * The rest of Halide's output (native vector types via vector_size / ext_vector_type, its
  * helper classes, the runtime declarations) is kept as emitted: it is readable C++. */
 #include "codegen/cpp_source.h"
-#include "support/files.h"
+
+#include <unistd.h>
 
 #include <regex>
 #include <sstream>
 
+#include "support/files.h"
 #include "tbex/errors.h"
 
 namespace tbex::codegen {
@@ -231,7 +233,12 @@ std::vector<std::string> emit_cpp_source(const lower::Lowered& l, const std::str
   const size_t at = code.rfind(banner, 0) == 0 ? banner.size() : 0;
   code.insert(at, "/* " + name + ": " + l.schedule + " (" + l.schedule_detail + ") */\n" + kPrelude);
   write_text(src, code);
-  write_text(hdr, with_guard(hdr_mem.bytes(), "HALIDE_" + name + "_H"));
+  try {
+    write_text(hdr, with_guard(hdr_mem.bytes(), "HALIDE_" + name + "_H"));
+  } catch (const UserError&) {
+    ::unlink(src.c_str());  // both or neither
+    throw;
+  }
   return {src, hdr};
 }
 
