@@ -152,6 +152,13 @@ Calibration load_or_measure(const std::string& path, bool* measured) {
   c.isa = isa_flags();
   if (measured) *measured = true;
   if (err.empty()) err = support::write_atomic(path, json::to_text(to_json(c)));
+  // Keyed as the kernel cache's fallback: one unwritable directory is one warning.
+  if (store && !err.empty())
+    log::warn_once("cache-fallback",
+                   "the machine calibration cannot be stored (" + err + "): every process measures it "
+                   "again (" + std::to_string(int(c.seconds * 1000)) + " ms), and the kernel cache in the same "
+                   "directory is likely unusable too. Set TBEX_CACHE_DIR (or TBEX_TUNING_DB) to a writable "
+                   "location, or TBEX_CACHE=0 to keep everything in memory without this warning.");
   if (log::enabled("calibrate"))
     log::print("calibrate", "measured in " + std::to_string(c.seconds) + " s, " +
                                 (err.empty() ? "stored in " + path : "not stored: " + err));

@@ -126,10 +126,23 @@ def _unlink_unheld_lock(path):
         os.close(fd)
 
 
+# Temp files (``<name>.tmp.<pid>...``) older than this are leftovers of a process that died
+# mid-compile; younger ones may belong to a compile in progress, which would lose them.
+_STALE_TEMP_SECONDS = 3600
+
+
+def _stale_temp(path) -> bool:
+    try:
+        return time.time() - os.stat(path).st_mtime > _STALE_TEMP_SECONDS
+    except OSError:
+        return False
+
+
 def clear(root=None) -> int:
-    """Deletes every entry (shared objects, sidecars, locks, leftover temp files) and the shared
-    Halide runtime objects (``runtime/``); returns the number of entries deleted. Processes that
-    already loaded a kernel keep running it."""
+    """Deletes every entry (shared objects, sidecars, locks nobody holds, temp files left an hour
+    ago or earlier) and the shared Halide runtime objects (``runtime/``); returns the number of
+    entries deleted. Processes that already loaded a kernel keep running it; a compile in progress
+    keeps its lock and temp files. An unwritable directory raises OSError."""
     root = root or cache_dir()
     n = len(list(_sidecars(root)))
     if not os.path.isdir(root):
@@ -142,7 +155,7 @@ def clear(root=None) -> int:
             path = os.path.join(d, name)
             if name.endswith(".lock"):
                 _unlink_unheld_lock(path)  # a compile in progress keeps its lock
-            elif name.endswith((".so", ".json", ".o")):
+            elif name.endswith((".so", ".json", ".o")) or (".tmp." in name and _stale_temp(path)):
                 try:
                     os.unlink(path)
                 except FileNotFoundError:

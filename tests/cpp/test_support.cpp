@@ -1,6 +1,8 @@
 // The support layer: SHA-256 (libcrypto) on the FIPS 180-4 example messages, JSON through
 // nlohmann with tbex's UserErrors, the tool runner's typed errors, atomic writes and file locks.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -152,6 +154,43 @@ TEST(Files, AtomicWriteAndDirectories) {
   EXPECT_NE(support::make_dirs(dir + "/plain/sub"), "");  // a file is in the way
   EXPECT_NE(support::write_atomic(dir + "/missing/f", "x"), "");
   fs::remove_all(dir);
+}
+
+TEST(Files, WritesPastTheFileSizeLimitReportAndLeaveNothing) {
+  // RLIMIT_FSIZE stands in for a full disk: write() fails (EFBIG once SIGXFSZ is ignored).
+  const std::string dir = temp_dir();
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string big(64 * 1024, 'x');
+  const std::string plain = support::write_file(dir + "/plain", big);
+  const std::string atomic = support::write_atomic(dir + "/atomic", big);
+  std::string thrown;
+  try {
+    support::write_text(dir + "/text", big);
+  } catch (const UserError& e) {
+    thrown = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(plain.find("cannot write " + dir + "/plain"), std::string::npos) << plain;
+  EXPECT_NE(atomic.find("cannot write"), std::string::npos) << atomic;
+  EXPECT_NE(thrown.find(dir + "/text"), std::string::npos) << thrown;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 0);  // no partial or temp file
+  fs::remove_all(dir);
+}
+
+TEST(Files, MemFileHoldsWhatWasWrittenThroughItsPath) {
+  support::MemFile m;
+  EXPECT_EQ(m.bytes(), "");
+  const std::string text(100000, 'q');
+  std::ofstream(m.path()) << text << "end";
+  EXPECT_EQ(m.bytes(), text + "end");
+  std::ofstream(m.path()) << "short";  // reopened with truncation, as a writer would
+  EXPECT_EQ(m.bytes(), "short");
 }
 
 TEST(Files, LockExcludesOtherHoldersAndSurvivesDeletion) {

@@ -124,6 +124,17 @@ void build_objects(const lower::Lowered& l, const AotOptions& o,
   }
 }
 
+/** The outputs written so far, removed unless the whole set was written: a failed emit (a full
+ * disk) leaves no partial kernel behind. */
+struct OutputsOrNone {
+  const std::vector<std::string>& files;
+  bool complete = false;
+  ~OutputsOrNone() {
+    if (complete) return;
+    for (const std::string& f : files) ::unlink(f.c_str());
+  }
+};
+
 std::string manifest_path(const AotOptions& o) { return o.out_dir + "/" + o.name + ".manifest.json"; }
 
 }  // namespace
@@ -144,6 +155,7 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
   info.target = kt.to_string();
   info.threads = num_threads();
   std::vector<std::string>& files = info.files;
+  OutputsOrNone outputs{files};
   try {
     // The same decision the JIT takes for this request, threads and target (tuning database
     // entries included), so an AOT kernel is the kernel a JIT compile would have run.
@@ -189,6 +201,7 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
   }
   files.push_back(manifest_path(o));
   write_text(manifest_path(o), codegen::aot_manifest(&problem, info));
+  outputs.complete = true;
   return files;
 }
 
@@ -199,14 +212,16 @@ std::vector<std::string> emit_aot_runtime(const AotOptions& o) {
   info.name = o.name;
   info.target = t.to_string();
   const std::string a = o.out_dir + "/" + o.name + ".a", obj = o.out_dir + "/" + o.name + ".o";
+  info.files = {a, obj, manifest_path(o)};
+  OutputsOrNone outputs{info.files};
   try {
     codegen::write_object(obj, codegen::runtime_object_bytes(t));
     codegen::write_static_library({obj}, t, a);
   } catch (const Halide::Error& e) {
     throw InternalError("Halide failed to build its runtime for " + info.target + ": " + e.what());
   }
-  info.files = {a, obj, manifest_path(o)};
   write_text(manifest_path(o), codegen::aot_manifest(nullptr, info));
+  outputs.complete = true;
   return info.files;
 }
 

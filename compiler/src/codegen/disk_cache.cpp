@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "codegen/disk_cache_entry.h"
@@ -71,6 +72,21 @@ std::string write_object(const std::string& path, const std::string& bytes) {
   return support::write_file(path, bytes);
 }
 
+/** `lock` (a file in `dir`) taken, the directory made first. `cache clear` may remove the
+ * directory between the two (it keeps only held locks): made again, a few times, before giving
+ * up with `why`. While held, the lock file keeps the directory from being removed. */
+std::unique_ptr<support::FileLock> lock_in(const std::string& dir, const std::string& lock,
+                                           std::string& why) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if ((why = support::make_dirs(dir)) != "") return nullptr;
+    auto l = std::make_unique<support::FileLock>(lock);
+    if (l->held()) return l;
+    why = l->error();
+    if (exists(dir)) return nullptr;  // not a vanished directory: a real failure
+  }
+  return nullptr;
+}
+
 /** <dir>/runtime/<key>.o, compiled once (under its lock) and published by rename; `fresh` forces
  * a new one (the old one failed to link). "" with `why` if it cannot be made. */
 std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
@@ -79,9 +95,8 @@ std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
   const std::string dir = cache_dir() + "/runtime";
   const std::string obj = dir + "/" + key_of(f) + ".o";
   if (!fresh && exists(obj)) return obj;
-  if (std::string err = support::make_dirs(dir); !err.empty()) return why = err, "";
-  support::FileLock lock(obj.substr(0, obj.size() - 2) + ".lock");
-  if (!lock.held()) return why = lock.error(), "";
+  auto lock = lock_in(dir, obj.substr(0, obj.size() - 2) + ".lock", why);
+  if (!lock) return "";
   if (!fresh && exists(obj)) return obj;
   auto t0 = Clock::now();
   std::string bytes;
@@ -179,9 +194,8 @@ std::shared_ptr<Library> load_or_build(const Fields& fields, const std::string& 
       return lib;
     }
   }
-  if (std::string err = support::make_dirs(p.dir); !err.empty()) return fallback(what, err);
-  support::FileLock lock(p.lock);
-  if (!lock.held()) return fallback(what, lock.error());
+  auto lock = lock_in(p.dir, p.lock, why);
+  if (!lock) return fallback(what, why);
   const double wait_ms = ms_since(t0);
   bool rebuild = false;
   if (!force && (exists(p.so) || exists(p.json))) {

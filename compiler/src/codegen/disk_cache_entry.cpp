@@ -19,6 +19,14 @@
 namespace tbex::disk {
 namespace {
 
+#if defined(__x86_64__)
+constexpr int kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr int kHostMachine = EM_AARCH64;
+#else
+constexpr int kHostMachine = -1;  // not checked
+#endif
+
 /** Whether the file is a whole ELF shared object: dlopen maps its segments and touches them,
  * and a segment past the end of the file is a SIGBUS, not an error (a truncated file whose
  * sidecar was rewritten to match passes the checksum). */
@@ -27,6 +35,8 @@ bool elf_whole(int fd, int64_t size, std::string& why) {
   if (::pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
       eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN || eh.e_phentsize != sizeof(Elf64_Phdr))
     return why = "not a 64-bit ELF shared object", false;
+  if (kHostMachine >= 0 && eh.e_machine != kHostMachine)
+    return why = "an ELF object for another machine (" + std::to_string(eh.e_machine) + ")", false;
   const uint64_t usize = uint64_t(size);
   auto inside = [&](uint64_t off, uint64_t len) { return off <= usize && len <= usize - off; };
   if (!inside(eh.e_phoff, uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr)) ||

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,6 +84,27 @@ std::string make_dirs(const std::string& dir) {
 std::string make_parent_dirs(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   return parent.empty() ? "" : make_dirs(parent.string());
+}
+
+MemFile::MemFile() : fd_(::memfd_create("tbex-output", MFD_CLOEXEC)) {
+  if (fd_ < 0) throw UserError(code::kValue, "memfd", std::string("cannot make an in-memory file: ") + std::strerror(errno));
+}
+
+MemFile::~MemFile() { ::close(fd_); }
+
+std::string MemFile::path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+
+std::string MemFile::bytes() const {
+  std::string out;
+  char buf[1 << 16];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, size_t(n));
+    at += n;
+  }
+  return out;
 }
 
 bool flock_retry(int fd, int operation) {

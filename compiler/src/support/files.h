@@ -23,6 +23,23 @@ std::string make_dirs(const std::string& dir);
 /** make_dirs of the directory holding `path` (nothing for a bare file name). */
 std::string make_parent_dirs(const std::string& path);
 
+/** A file in memory (memfd) that a library writing only to paths can write through path():
+ * Halide's C source and header writers do not report a full disk (a silently truncated file), so
+ * their output goes here first and then through write_file. */
+class MemFile {
+ public:
+  MemFile();  ///< throws UserError when no memfd can be made
+  ~MemFile();
+  MemFile(const MemFile&) = delete;
+  MemFile& operator=(const MemFile&) = delete;
+  std::string path() const;
+  /** What was written so far. */
+  std::string bytes() const;
+
+ private:
+  int fd_ = -1;
+};
+
 /** flock() retried on EINTR; false when the lock is not taken (LOCK_NB and busy, or an error). */
 bool flock_retry(int fd, int operation);
 

@@ -200,6 +200,10 @@ TuneResult tune(const Problem& problem, const TuneOptions& options) {
     const std::string err = tuning::store(path, key, entry, result.default_ms);
     if (log_tune)
       log::print("tune", err.empty() ? "  stored in " + path : "  not stored: " + err);
+    if (!err.empty())
+      log::warn_once("tuning-db", "the tuning result for " + problem.canonical() + " cannot be stored (" +
+                                      err + "): later processes will not use it. Set TBEX_TUNING_DB or "
+                                      "TBEX_CACHE_DIR to a writable location.");
   }
   return result;
 }
