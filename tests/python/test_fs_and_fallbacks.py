@@ -380,10 +380,15 @@ def test_read_only_by_permissions_as_another_user(tmp_path):
         env = dict(os.environ, TBEX_CACHE_DIR=d, TBEX_ALWAYS_COMPILE="1", HOME=base)
         env.pop("TBEX_LOG", None)
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        # A checkout under a 0700 directory (CI's mktemp -d) hides the venv from nobody: then this
+        # test cannot run here, which is a reason to skip, not a tbex failure.
+        probe = subprocess.run(nobody + [sys.executable, "-c", "import numpy, tbex"], env=env,
+                               capture_output=True, text=True, timeout=120)
+        if probe.returncode != 0:
+            pytest.skip(f"nobody cannot import numpy and tbex from this venv: "
+                        f"{probe.stderr.strip()[-200:]}")
         r = subprocess.run(nobody + [sys.executable, "-c", SCRIPT, "1"], env=env, capture_output=True,
                            text=True, timeout=600)
-        if r.returncode != 0 and "Permission denied" in r.stderr and "tbex" not in r.stderr:
-            pytest.skip(f"nobody cannot run this Python: {r.stderr.strip()[-200:]}")
         assert r.returncode == 0, r.stderr[-2000:]
         out = json.loads(r.stdout.strip().splitlines()[-1])
         assert out["bad"] == 0 and len(out["cache_warnings"]) == 1
