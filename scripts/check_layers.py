@@ -30,6 +30,8 @@ DIRS = {
     "compiler/tools/": "top",
     "python/src/": "top",
     "aclnn/": "top",
+    "ascendc/": "top",
+    "examples/": "top",
 }
 
 # Public headers: the layer that defines what they declare.
@@ -44,7 +46,7 @@ PUBLIC = {
     "tbex.h": "api",
 }
 
-ROOTS = ["compiler/src", ".", "compiler/include", "runtime/include"]
+ROOTS = ["compiler/src", ".", "compiler/include", "runtime/include", "ascendc/include"]
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 

@@ -160,4 +160,7 @@ int parallel_for(void* ctx, int (*task)(void*, int, uint8_t*), int min, int exte
   return pool().run(ctx, task, min, extent, closure);
 }
 
+SerialScope::SerialScope() : was_(t_in_pool_task) { t_in_pool_task = true; }
+SerialScope::~SerialScope() { t_in_pool_task = was_; }
+
 }  // namespace tbex

@@ -15,4 +15,18 @@ int num_threads();
 int parallel_for(void* ctx, int (*task)(void* ctx, int idx, uint8_t* closure), int min, int extent,
                  uint8_t* closure);
 
+/** While alive, parallel_for called on this thread runs serially on it (as a nested call does):
+ * for a caller that is itself one of several concurrent workers, such as a logical core of the
+ * Ascend C launcher, whose kernels would otherwise queue for the one pool. */
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  bool was_;
+};
+
 }  // namespace tbex

@@ -1,0 +1,3 @@
+#pragma once
+/** Ascend's CPU debug-mode header for host programs: ICPU_RUN_KF, GmAlloc, GmFree. */
+#include "tbex/ascendc/launch.h"

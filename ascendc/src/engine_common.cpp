@@ -1,0 +1,110 @@
+#include "engine_common.h"
+
+#include <algorithm>
+#include <future>
+#include <mutex>
+
+namespace tbex::ascendc::detail {
+
+DType to_dtype(Elem e) {
+  switch (e) {
+    case Elem::kHalf: return DType::kFloat16;
+    case Elem::kBFloat16: return DType::kBFloat16;
+    case Elem::kFloat: return DType::kFloat32;
+  }
+  throw InternalError("unknown ascendc element type");
+}
+
+void BlockWalk::reset(uint32_t m_iter, uint32_t n_iter, uint32_t step_m, uint32_t step_n,
+                      uint32_t order) {
+  blocks_.clear();
+  pos_ = 0;
+  step_m = std::max<uint32_t>(step_m, 1);
+  step_n = std::max<uint32_t>(step_n, 1);
+  if (order == 1) {  // ORDER_N
+    for (uint32_t ng = 0; ng < n_iter; ng += step_n)
+      for (uint32_t mg = 0; mg < m_iter; mg += step_m)
+        for (uint32_t n = ng; n < std::min(ng + step_n, n_iter); ++n)
+          for (uint32_t m = mg; m < std::min(mg + step_m, m_iter); ++m) blocks_.emplace_back(m, n);
+  } else {  // ORDER_M
+    for (uint32_t mg = 0; mg < m_iter; mg += step_m)
+      for (uint32_t ng = 0; ng < n_iter; ng += step_n)
+        for (uint32_t m = mg; m < std::min(mg + step_m, m_iter); ++m)
+          for (uint32_t n = ng; n < std::min(ng + step_n, n_iter); ++n) blocks_.emplace_back(m, n);
+  }
+}
+
+AxisWindow dx_axis(int64_t first, int64_t count, int64_t out, int64_t k, int64_t s, int64_t d,
+                   int64_t pad) {
+  AxisWindow w;
+  const int64_t reach = (k - 1) * d;  // a dy position covers rows [o*s - pad, o*s - pad + reach]
+  w.o0 = std::max<int64_t>(0, -floor_div64(-(first + pad - reach), s));  // ceil, signed
+  w.o1 = std::min(out - 1, floor_div64(first + count - 1 + pad, s));
+  if (w.o0 > w.o1) return w;
+  w.start = std::max(first, w.o0 * s - pad);
+  w.end = std::min(first + count, w.o1 * s - pad + reach + 1);
+  if (w.start >= w.end) return w;
+  // Some row of [start, end) may still fall between taps (stride and dilation gaps): those get
+  // zero from the local convolution as from the full one.
+  w.empty = false;
+  w.pad_head = pad + w.start - w.o0 * s;
+  const int64_t rows = w.end - w.start, outs = w.o1 - w.o0 + 1;
+  w.pad_tail = std::max<int64_t>(0, (outs - 1) * s + reach + 1 - rows - w.pad_head);
+  return w;
+}
+
+FwdWindow dw_axis(int64_t ho_start, int64_t rows, int64_t in, int64_t k, int64_t s, int64_t d,
+                  int64_t pad) {
+  FwdWindow w;
+  const int64_t first = ho_start * s - pad;                      // row of (ho_start, tap 0)
+  const int64_t last = first + (rows - 1) * s + (k - 1) * d;      // row of the last tap
+  w.start = std::max<int64_t>(first, 0);
+  w.end = std::min(last + 1, in);
+  if (w.end <= w.start) return w;
+  w.pad_head = w.start - first;
+  w.pad_tail = (last - first + 1) - (w.end - w.start) - w.pad_head;
+  return w;
+}
+
+namespace {
+std::mutex g_mu;
+std::map<std::string, std::shared_future<std::shared_ptr<const Kernel>>> g_compiling;  // in flight
+}  // namespace
+
+std::shared_ptr<const Kernel> KernelSet::get(const Problem& p) {
+  const std::string key = p.canonical();
+  if (auto it = mine_.find(key); it != mine_.end()) return it->second;
+  std::shared_future<std::shared_ptr<const Kernel>> fut;
+  bool compile_here = false;
+  std::promise<std::shared_ptr<const Kernel>> promise;
+  {
+    std::lock_guard<std::mutex> l(g_mu);
+    auto it = g_compiling.find(key);
+    if (it == g_compiling.end()) {
+      fut = promise.get_future().share();
+      g_compiling.emplace(key, fut);
+      compile_here = true;
+    } else {
+      fut = it->second;
+    }
+  }
+  if (compile_here) {
+    // Only compiles in flight are shared here; finished ones live in tbex's own kernel cache.
+    try {
+      promise.set_value(compile(p));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+    }
+    std::lock_guard<std::mutex> l(g_mu);
+    g_compiling.erase(key);
+  }
+  auto k = fut.get();
+  mine_.emplace(key, k);
+  return k;
+}
+
+void fail(const char* api_call, const std::string& message) {
+  throw UserError(code::kValue, api_call, message);
+}
+
+}  // namespace tbex::ascendc::detail
