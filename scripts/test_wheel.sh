@@ -2,7 +2,8 @@
 # make test-wheel: the wheel is the whole SDK. Builds the wheel (reusing the build directory),
 # installs it into a fresh venv that sees no source tree, and from a scratch directory there:
 # runs the seed example, tbexc (the console script and the bundled binary), builds and runs the
-# CMake AOT example against `python -m tbex --cmake-dir`, and builds and runs the aclnn C example
+# CMake AOT example and the Ascend C example against `python -m tbex --cmake-dir`, and builds and
+# runs the aclnn C example
 # with plain gcc and no LD_LIBRARY_PATH. The venv is then moved, and the AOT example rebuilt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,6 +57,12 @@ build_aot_example() {  # $1: the venv's python
 echo "test-wheel: examples/aot_cmake against the installed CMake package"
 build_aot_example "$vpy"
 
+echo "test-wheel: examples/ascendc (Ascend C kernels) against the installed CMake package"
+"$cmake" -S "$root/examples/ascendc" -B "$work/ascendc" -DCMAKE_BUILD_TYPE=Release \
+  -Dtbex_DIR="$("$vpy" -m tbex --cmake-dir)" >/dev/null
+"$cmake" --build "$work/ascendc" -j"$jobs" >/dev/null
+env -u LD_LIBRARY_PATH "$work/ascendc/ascendc_example" | tail -1
+
 echo "test-wheel: aclnn C example with gcc, no LD_LIBRARY_PATH"
 gcc -std=c99 -O1 "$root/aclnn/examples/aclnn_c_example.c" -I"$prefix/include" -L"$prefix/lib" \
   -ltbex_aclnn -lm -Wl,-rpath,"$prefix/lib" -o aclnn_c_example
@@ -67,7 +74,8 @@ mv "$work/venv" "$work/moved"
 moved_pkg=$(echo "$work"/moved/lib/python3*/site-packages)
 env -u LD_LIBRARY_PATH "$moved_pkg/tbex/bin/tbexc" --help | head -1
 # libHalide is found through $ORIGIN, inside the moved venv (not the build's copy).
-for bin in "$moved_pkg/tbex/bin/tbexc" "$moved_pkg"/tbex/lib/libtbex_aclnn.so; do
+for bin in "$moved_pkg/tbex/bin/tbexc" "$moved_pkg"/tbex/lib/libtbex_aclnn.so \
+           "$moved_pkg"/tbex/lib/libtbex_ascendc.so; do
   ldd "$bin" | grep libHalide | grep -q "$work/moved/" \
     || { echo "test-wheel: $bin does not find libHalide relative to itself:"; ldd "$bin"; exit 1; }
 done
