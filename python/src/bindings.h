@@ -56,4 +56,5 @@ void define_cache(pybind11::module_& m);
 void define_tune(pybind11::module_& m);
 void define_knobs(pybind11::module_& m);
 void define_machine(pybind11::module_& m);
+void define_ascendc(pybind11::module_& m);
 }  // namespace tbex::py

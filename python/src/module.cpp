@@ -52,4 +52,5 @@ PYBIND11_MODULE(_C, m) {
   tbex::py::define_tune(m);
   tbex::py::define_knobs(m);
   tbex::py::define_machine(m);
+  tbex::py::define_ascendc(m);
 }

@@ -10,7 +10,7 @@ _C._set_user_error_type(UserError)
 _C._set_warning_type(CacheWarning)  # the first cache fallback: a warnings entry
 _C._check_log()  # a TBEX_LOG with an unknown topic (or "help") is answered at import
 
-from . import aot, dsl, knobs, layout, tvm  # noqa: E402
+from . import aot, ascendc, dsl, knobs, layout, tvm  # noqa: E402
 from .knobs import num_threads, set_num_threads  # noqa: E402
 from .conv import convolution_backward  # noqa: E402
 
@@ -21,5 +21,5 @@ __version__ = "0.1.0"
 #: tbex::compiler, tbex::aclnn, tbex::tbexc, tbex_add_kernel), its headers and libraries:
 #: ``cmake -DCMAKE_PREFIX_PATH=$(python -c "import tbex; print(tbex.cmake_prefix_path)")``.
 cmake_prefix_path = _os.path.dirname(_os.path.abspath(__file__))
-__all__ = ["tvm", "dsl", "layout", "knobs", "aot", "UserError", "CacheWarning", "set_num_threads", "num_threads",
+__all__ = ["tvm", "dsl", "layout", "knobs", "aot", "ascendc", "UserError", "CacheWarning", "set_num_threads", "num_threads",
            "convolution_backward"]
