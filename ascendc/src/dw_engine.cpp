@@ -113,8 +113,8 @@ void DwEngine::Impl::compute() {
   g.dilation = {1, (int64_t)t.dilationH, (int64_t)t.dilationW};
   g.pads = {0, 0, h.pad_head, h.pad_tail, (int64_t)t.padLeft, (int64_t)t.padRight};
   const DType dt = to_dtype(src);
-  const Problem p = make_problem(OpKind::kBackpropFilter, g, dt, DType::kFloat32);
-  const auto kernel = kernels.get(p);
+  const auto kernel = kernels.get(OpKind::kBackpropFilter, g, dt, DType::kFloat32);
+  const Problem& p = kernel->problem();
 
   const int64_t hw_in = (int64_t)t.hi * t.wi * 16, hw_out = (int64_t)t.ho * t.wo * 16;
   TensorArg xa{x, p.x_shape(), {0, 0, hw_in, (int64_t)t.wi * 16, 16, 1}, dt};

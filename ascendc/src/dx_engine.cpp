@@ -30,7 +30,8 @@ struct DxEngine::Impl {
   std::vector<uint8_t> result;
   std::vector<uint8_t> packed_w;  // weight rows gathered when the view is not one stride
   int64_t rows = 0, h0 = 0, cin1 = 0;
-  AxisWindow wd, wh;
+  DepthTaps wd;
+  AxisWindow wh;
   uint32_t m_iter = 0, n_iter = 0, tail_m = 0, tail_n = 0;
   BlockWalk walk;
   KernelSet kernels;
@@ -116,37 +117,41 @@ void DxEngine::Impl::compute() {
   tail_m = (uint32_t)((int64_t)m - (int64_t)(m_iter - 1) * t.baseM);
   tail_n = (uint32_t)(n_aligned - (int64_t)(n_iter - 1) * t.baseN);
 
-  const int64_t plane = rows * t.wi * 16;  // one channel block of the result
-  result.assign((size_t)(cin1 * plane) * dst_size, 0);
-  wd = dx_axis(din, 1, t.dout, t.dk, t.strideD, t.dilationD, t.padFront);
+  const int64_t rplane = rows * t.wi * 16;  // one channel block of the result
+  result.assign((size_t)(cin1 * rplane) * dst_size, 0);
+  wd = dx_depth(din, t.dout, t.dk, t.strideD, t.dilationD, t.padFront);
   wh = dx_axis(h0, rows, t.ho, t.hk, t.strideH, t.dilationH, t.padUp);
-  if (wd.empty || wh.empty) return;
+  if (wd.count == 0 || wh.empty) return;
 
   ConvGeometry g;
   g.n = 1;
   g.cin = cin1 * 16;
   g.cout = cout1 * 16;
+  // Depth: the slice's taps only (dx_depth): local dy plane i is global do_min + i*q and pairs
+  // with local tap count-1-i.
   g.in = {1, wh.end - wh.start, (int64_t)t.wi};
-  g.out = {wd.o1 - wd.o0 + 1, wh.o1 - wh.o0 + 1, (int64_t)t.wo};
-  g.kernel = {(int64_t)t.dk, (int64_t)t.hk, (int64_t)t.wk};
-  g.stride = {(int64_t)t.strideD, (int64_t)t.strideH, (int64_t)t.strideW};
-  g.dilation = {(int64_t)t.dilationD, (int64_t)t.dilationH, (int64_t)t.dilationW};
-  g.pads = {wd.pad_head, wd.pad_tail, wh.pad_head, wh.pad_tail, (int64_t)t.padLeft,
+  g.out = {wd.count, wh.o1 - wh.o0 + 1, (int64_t)t.wo};
+  g.kernel = {wd.count, (int64_t)t.hk, (int64_t)t.wk};
+  g.stride = {1, (int64_t)t.strideH, (int64_t)t.strideW};
+  g.dilation = {1, (int64_t)t.dilationH, (int64_t)t.dilationW};
+  g.pads = {wd.count - 1, wd.count - 1, wh.pad_head, wh.pad_tail, (int64_t)t.padLeft,
             (int64_t)t.padRight};
   const DType st = to_dtype(src), dt = to_dtype(dst);
-  const Problem p = make_problem(OpKind::kBackpropInput, g, st, dt);
-  const auto kernel = kernels.get(p);
+  const auto kernel = kernels.get(OpKind::kBackpropInput, g, st, dt);
+  const Problem& p = kernel->problem();
 
-  // Weight: FRACTAL_Z_3D rows (kd, ci1, kh, kw) of Cout1G*256 elements from the pointer's ci1.
+  // Weight: FRACTAL_Z_3D rows (kd, ci1, kh, kw) of Cout1G*256 elements from the pointer's ci1;
+  // the local taps are planes kd0 + j*step.
   const int64_t row = (int64_t)t.cout1G * 256, hkwk = (int64_t)t.hk * t.wk;
-  const void* wdata = w;
+  const int64_t plane = (int64_t)t.cin1G * hkwk * row;  // elements between kd planes
+  const uint8_t* wdata = w + wd.kd0 * plane * 2;
   std::vector<int64_t> wstrides{row, 256, 16, 1};
-  if (t.dk > 1 && cin1 != (int64_t)t.cin1G) {
-    // The kd planes of this Cin block are not one stride apart: gather them.
+  if (wd.count > 1 && (wd.step != 1 || cin1 != (int64_t)t.cin1G)) {
+    // The taps' planes of this Cin block are not one row stride apart: gather them.
     const int64_t chunk = cin1 * hkwk * row * 2;
-    packed_w.resize((size_t)(t.dk * chunk));
-    for (int64_t kd = 0; kd < t.dk; ++kd)
-      std::memcpy(packed_w.data() + kd * chunk, w + kd * (int64_t)t.cin1G * hkwk * row * 2, chunk);
+    packed_w.resize((size_t)(wd.count * chunk));
+    for (int64_t j = 0; j < wd.count; ++j)
+      std::memcpy(packed_w.data() + j * chunk, wdata + j * wd.step * plane * 2, chunk);
     wdata = packed_w.data();
   }
   TensorArg wa{wdata, p.filter_shape(), wstrides, st};
@@ -154,17 +159,17 @@ void DxEngine::Impl::compute() {
   // is the stride of a dy depth plane in C1 blocks.
   const int64_t aligned = ho_start < 0 ? 0 : ceil_div64(ho_start, t.strideH);
   const int64_t hw_out = (int64_t)t.ho * t.wo * 16;
-  const uint8_t* dy0 = dy + (wd.o0 * (int64_t)t.cout1 * hw_out + (wh.o0 - aligned) * t.wo * 16) * 2;
+  const uint8_t* dy0 = dy + (wd.do_min * (int64_t)t.cout1 * hw_out + (wh.o0 - aligned) * t.wo * 16) * 2;
   internal_check(wh.o0 >= aligned, "ascendc dX: dy window starts above the gradOutput pointer");
-  TensorArg dya{dy0, p.dy_shape(), {0, (int64_t)t.cout1 * hw_out, hw_out, (int64_t)t.wo * 16, 16, 1}, st};
+  TensorArg dya{dy0, p.dy_shape(), {0, wd.q * (int64_t)t.cout1 * hw_out, hw_out, (int64_t)t.wo * 16, 16, 1}, st};
   // Output rows [start, end) of this slice's rows [h0, h0 + rows).
   uint8_t* out0 = result.data() + (size_t)((wh.start - h0) * t.wi * 16) * dst_size;
-  TensorArg out{out0, p.output_shape(), {0, 0, plane, 16, 1}, dt};
+  TensorArg out{out0, p.output_shape(), {0, 0, rplane, 16, 1}, dt};
   kernel->run({wa, dya}, out);
 }
 
 bool DxEngine::Impl::block_has_terms(uint32_t m_idx, uint32_t use_m) const {
-  if (wd.empty || wh.empty) return false;
+  if (wd.count == 0 || wh.empty) return false;
   if (t.initOutputFlag != 1) return true;  // CANN computes (and writes) every such block
   // CANN skips a block none of whose rows any dy row reaches (the output was zeroed first).
   const int64_t p0 = (int64_t)m_idx * t.baseM, p1 = p0 + use_m - 1;

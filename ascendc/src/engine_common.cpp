@@ -53,6 +53,24 @@ AxisWindow dx_axis(int64_t first, int64_t count, int64_t out, int64_t k, int64_t
   return w;
 }
 
+DepthTaps dx_depth(int64_t din, int64_t out, int64_t k, int64_t s, int64_t d, int64_t pad) {
+  DepthTaps t;
+  std::vector<std::pair<int64_t, int64_t>> taps;  // (kd, do)
+  for (int64_t kd = 0; kd < k; ++kd) {
+    const int64_t v = din + pad - kd * d;
+    if (v >= 0 && v % s == 0 && v / s < out) taps.emplace_back(kd, v / s);
+  }
+  t.count = (int64_t)taps.size();
+  if (t.count == 0) return t;
+  t.kd0 = taps.front().first;
+  t.do_min = taps.back().second;
+  if (t.count > 1) {
+    t.step = taps[1].first - taps[0].first;
+    t.q = taps[0].second - taps[1].second;
+  }
+  return t;
+}
+
 FwdWindow dw_axis(int64_t ho_start, int64_t rows, int64_t in, int64_t k, int64_t s, int64_t d,
                   int64_t pad) {
   FwdWindow w;
@@ -71,9 +89,13 @@ std::mutex g_mu;
 std::map<std::string, std::shared_future<std::shared_ptr<const Kernel>>> g_compiling;  // in flight
 }  // namespace
 
-std::shared_ptr<const Kernel> KernelSet::get(const Problem& p) {
+std::shared_ptr<const Kernel> KernelSet::get(OpKind op, const ConvGeometry& g, DType in, DType res) {
+  std::vector<int64_t> id{(int64_t)op, (int64_t)in, (int64_t)res, g.n, g.cin, g.cout, g.groups};
+  for (const auto* a : {&g.in, &g.out, &g.kernel, &g.stride, &g.dilation}) id.insert(id.end(), a->begin(), a->end());
+  id.insert(id.end(), g.pads.begin(), g.pads.end());
+  if (auto it = mine_.find(id); it != mine_.end()) return it->second;
+  const Problem p = make_problem(op, g, in, res);
   const std::string key = p.canonical();
-  if (auto it = mine_.find(key); it != mine_.end()) return it->second;
   std::shared_future<std::shared_ptr<const Kernel>> fut;
   bool compile_here = false;
   std::promise<std::shared_ptr<const Kernel>> promise;
@@ -99,7 +121,7 @@ std::shared_ptr<const Kernel> KernelSet::get(const Problem& p) {
     g_compiling.erase(key);
   }
   auto k = fut.get();
-  mine_.emplace(key, k);
+  mine_.emplace(std::move(id), k);
   return k;
 }
 

@@ -50,6 +50,15 @@ struct AxisWindow {
 AxisWindow dx_axis(int64_t first, int64_t count, int64_t out, int64_t k, int64_t s, int64_t d,
                    int64_t pad);
 
+/** The depth taps of a backward-input slice `din`: the kd = kd0 + j*step (j < count) whose dy
+ * plane do_j = (din + pad - kd*d) / s exists; do_j = do_min + (count - 1 - j) * q. Only these taps
+ * have terms: the slice's local problem uses them alone (Kd = count, stride 1, pads count - 1),
+ * not all Kd taps with most of them reading padding. */
+struct DepthTaps {
+  int64_t count = 0, kd0 = 0, step = 1, do_min = 0, q = 1;
+};
+DepthTaps dx_depth(int64_t din, int64_t out, int64_t k, int64_t s, int64_t d, int64_t pad);
+
 /** The rows of x a forward window reads: dy rows [ho_start, ho_start + rows) of an axis of size
  * `in` with kernel k, stride s, dilation d and head pad `pad`. x rows [start, end) exist (the
  * rest is padding); pad_head / pad_tail make the local convolution exact. */
@@ -63,10 +72,12 @@ FwdWindow dw_axis(int64_t ho_start, int64_t rows, int64_t in, int64_t k, int64_t
  * same problem wait for one compile) and kept by each engine for its own repeats. */
 class KernelSet {
  public:
-  std::shared_ptr<const Kernel> get(const Problem& p);
+  /** The kernel of make_problem(op, g, in, res); its problem() gives the operand shapes. A repeat
+   * costs a map lookup on the geometry's numbers (no validation, no canonical string). */
+  std::shared_ptr<const Kernel> get(OpKind op, const ConvGeometry& g, DType in, DType res);
 
  private:
-  std::map<std::string, std::shared_ptr<const Kernel>> mine_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Kernel>> mine_;
 };
 
 /** fp32 atomic add (a CAS loop: several logical cores add into the same dW blocks). */

@@ -245,14 +245,16 @@ void fill_input(const ConvBpTilingInput& in, TConv3DBackpropInputTiling& t) {
   const auto local = [&](int64_t rows) {
     tbex::ConvGeometry l = g;
     l.n = 1;
-    const auto wd = tbex::ascendc::detail::dx_axis(g.in[0] / 2, 1, g.out[0], g.kernel[0], g.stride[0],
-                                                   g.dilation[0], g.pads[0]);
+    const auto wd = tbex::ascendc::detail::dx_depth(g.in[0] / 2, g.out[0], g.kernel[0], g.stride[0],
+                                                    g.dilation[0], g.pads[0]);
     const auto wh = tbex::ascendc::detail::dx_axis(0, rows, g.out[1], g.kernel[1], g.stride[1],
                                                    g.dilation[1], g.pads[2]);
-    if (wd.empty || wh.empty) return 0.0;
+    if (wd.count == 0 || wh.empty) return 0.0;
     l.in = {1, wh.end - wh.start, g.in[2]};
-    l.out = {wd.o1 - wd.o0 + 1, wh.o1 - wh.o0 + 1, g.out[2]};
-    l.pads = {wd.pad_head, wd.pad_tail, wh.pad_head, wh.pad_tail, g.pads[4], g.pads[5]};
+    l.out = {wd.count, wh.o1 - wh.o0 + 1, g.out[2]};
+    l.kernel[0] = wd.count;
+    l.stride[0] = l.dilation[0] = 1;
+    l.pads = {wd.count - 1, wd.count - 1, wh.pad_head, wh.pad_tail, g.pads[4], g.pads[5]};
     return predict(tbex::make_problem(tbex::OpKind::kBackpropInput, l, dt, res));
   };
   const int64_t rows = choose_rows(
