@@ -26,7 +26,6 @@ struct DwEngine::Impl {
   int64_t cout16 = 0;
   uint32_t m_iter = 0, n_iter = 0, tail_m = 0, tail_n = 0;
   BlockWalk walk;
-  KernelSet kernels;
 
   void compute();
 };
@@ -98,13 +97,19 @@ void DwEngine::Impl::compute() {
   tail_m = (uint32_t)((int64_t)m - (int64_t)(m_iter - 1) * t.baseM);
   tail_n = (uint32_t)(n_aligned - (int64_t)(n_iter - 1) * t.baseN);
 
-  result.assign((size_t)(cin1 * hkwk * cout16 * 16), 0.0f);
+  // Reused across single shapes: the kernel writes all of it (padding lanes included).
+  result.resize((size_t)(cin1 * hkwk * cout16 * 16));
   const FwdWindow h = dw_axis(ho_start, rows, t.hi, t.hk, t.strideH, t.dilationH, t.padUp);
-  if (h.end <= h.start) return;  // every tap of these rows reads padding: the sums are 0
+  if (h.end <= h.start) {  // every tap of these rows reads padding: the sums are 0
+    std::fill(result.begin(), result.end(), 0.0f);
+    return;
+  }
 
   ConvGeometry g;
   g.n = 1;
-  g.cin = cin1 * 16;
+  // A single shape over every C1 block starts at ci1 = 0, so the tiling's Cin is its real channel
+  // count (lanes past it are zero in x): no work on padding lanes (Cin = 3 is 3, not 16).
+  g.cin = cin1 == (int64_t)t.cin1G ? (int64_t)t.cin : cin1 * 16;
   g.cout = (int64_t)m;
   g.in = {1, h.end - h.start, (int64_t)t.wi};
   g.out = {1, rows, (int64_t)t.wo};
@@ -113,7 +118,7 @@ void DwEngine::Impl::compute() {
   g.dilation = {1, (int64_t)t.dilationH, (int64_t)t.dilationW};
   g.pads = {0, 0, h.pad_head, h.pad_tail, (int64_t)t.padLeft, (int64_t)t.padRight};
   const DType dt = to_dtype(src);
-  const auto kernel = kernels.get(OpKind::kBackpropFilter, g, dt, DType::kFloat32);
+  const auto kernel = local_kernel(OpKind::kBackpropFilter, g, dt, DType::kFloat32);
   const Problem& p = kernel->problem();
 
   const int64_t hw_in = (int64_t)t.hi * t.wi * 16, hw_out = (int64_t)t.ho * t.wo * 16;
@@ -157,7 +162,7 @@ void DwEngine::get_tensor_c(const IterCounters& ctx, float* out, uint8_t atomic,
     const float* src = s.result.data() + ((n0 / 16 + r) * s.cout16 + m0) * 16;
     float* d = dst + r * row_stride;
     if (atomic == 1) {
-      for (int64_t i = 0; i < use_m * 16; ++i) atomic_add(d + i, src[i]);
+      atomic_add_run(d, src, use_m * 16);
     } else {
       std::memcpy(d, src, sizeof(float) * use_m * 16);
     }

@@ -34,7 +34,6 @@ struct DxEngine::Impl {
   AxisWindow wh;
   uint32_t m_iter = 0, n_iter = 0, tail_m = 0, tail_n = 0;
   BlockWalk walk;
-  KernelSet kernels;
 
   void compute();
   bool block_has_terms(uint32_t m_idx, uint32_t use_m) const;
@@ -118,15 +117,29 @@ void DxEngine::Impl::compute() {
   tail_n = (uint32_t)(n_aligned - (int64_t)(n_iter - 1) * t.baseN);
 
   const int64_t rplane = rows * t.wi * 16;  // one channel block of the result
-  result.assign((size_t)(cin1 * rplane) * dst_size, 0);
+  // Reused across single shapes; the kernel writes rows [start, end) of every plane (all 16
+  // lanes), the rest is zeroed here.
+  result.resize((size_t)(cin1 * rplane) * dst_size);
   wd = dx_depth(din, t.dout, t.dk, t.strideD, t.dilationD, t.padFront);
   wh = dx_axis(h0, rows, t.ho, t.hk, t.strideH, t.dilationH, t.padUp);
-  if (wd.count == 0 || wh.empty) return;
+  if (wd.count == 0 || wh.empty) {
+    std::fill(result.begin(), result.end(), 0);
+    return;
+  }
+  const size_t head = (size_t)((wh.start - h0) * t.wi * 16) * dst_size;
+  const size_t tail = (size_t)((h0 + rows - wh.end) * t.wi * 16) * dst_size;
+  for (int64_t c = 0; c < cin1; ++c) {
+    uint8_t* pl = result.data() + (size_t)(c * rplane) * dst_size;
+    std::memset(pl, 0, head);
+    std::memset(pl + (size_t)rplane * dst_size - tail, 0, tail);
+  }
 
   ConvGeometry g;
   g.n = 1;
-  g.cin = cin1 * 16;
-  g.cout = cout1 * 16;
+  // Real channel counts (no work on padding lanes): N is the Cin count; K spans every Cout block
+  // only from co1 = 0, where the tiling's Cout is the real count.
+  g.cin = n;
+  g.cout = cout1 == (int64_t)t.cout1G ? (int64_t)t.cout : cout1 * 16;
   // Depth: the slice's taps only (dx_depth): local dy plane i is global do_min + i*q and pairs
   // with local tap count-1-i.
   g.in = {1, wh.end - wh.start, (int64_t)t.wi};
@@ -137,7 +150,7 @@ void DxEngine::Impl::compute() {
   g.pads = {wd.count - 1, wd.count - 1, wh.pad_head, wh.pad_tail, (int64_t)t.padLeft,
             (int64_t)t.padRight};
   const DType st = to_dtype(src), dt = to_dtype(dst);
-  const auto kernel = kernels.get(OpKind::kBackpropInput, g, st, dt);
+  const auto kernel = local_kernel(OpKind::kBackpropInput, g, st, dt);
   const Problem& p = kernel->problem();
 
   // Weight: FRACTAL_Z_3D rows (kd, ci1, kh, kw) of Cout1G*256 elements from the pointer's ci1;
@@ -200,16 +213,10 @@ bool DxEngine::iterate(DxCounters& ctx) {
 namespace {
 template <class T>
 void put(T* d, const T* src, int64_t count, uint8_t atomic) {
-  if (atomic != 1) {
+  if (atomic != 1)
     std::memcpy(d, src, sizeof(T) * count);
-    return;
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    if constexpr (std::is_same<T, float>::value)
-      atomic_add(d + i, src[i]);
-    else
-      atomic_add16(d + i, (float)src[i]);
-  }
+  else
+    atomic_add_run(d, src, count);
 }
 
 template <class T>

@@ -4,6 +4,8 @@
 #include <future>
 #include <mutex>
 
+#include "tbex/thread_pool.h"
+
 namespace tbex::ascendc::detail {
 
 DType to_dtype(Elem e) {
@@ -87,13 +89,29 @@ FwdWindow dw_axis(int64_t ho_start, int64_t rows, int64_t in, int64_t k, int64_t
 namespace {
 std::mutex g_mu;
 std::map<std::string, std::shared_future<std::shared_ptr<const Kernel>>> g_compiling;  // in flight
+// Local problems seen in this process, by their numbers. A launch's engines are made anew; their
+// kernels are not. Bounded: past kMaxKept entries the map starts over (tbex's own caches still
+// hold the kernels).
+constexpr size_t kMaxKept = 1024;
+std::mutex g_kept_mu;
+std::map<std::vector<int64_t>, std::shared_ptr<const Kernel>> g_kept;
 }  // namespace
 
-std::shared_ptr<const Kernel> KernelSet::get(OpKind op, const ConvGeometry& g, DType in, DType res) {
-  std::vector<int64_t> id{(int64_t)op, (int64_t)in, (int64_t)res, g.n, g.cin, g.cout, g.groups};
+std::mutex& page_lock(const void* p) {
+  static std::mutex locks[256];
+  const uintptr_t page = reinterpret_cast<uintptr_t>(p) >> 12;
+  return locks[(page ^ (page >> 8)) % 256];
+}
+
+std::shared_ptr<const Kernel> local_kernel(OpKind op, const ConvGeometry& g, DType in, DType res) {
+  std::vector<int64_t> id{(int64_t)op, (int64_t)in, (int64_t)res, (int64_t)num_threads(), g.n,
+                          g.cin, g.cout, g.groups};
   for (const auto* a : {&g.in, &g.out, &g.kernel, &g.stride, &g.dilation}) id.insert(id.end(), a->begin(), a->end());
   id.insert(id.end(), g.pads.begin(), g.pads.end());
-  if (auto it = mine_.find(id); it != mine_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> l(g_kept_mu);
+    if (auto it = g_kept.find(id); it != g_kept.end()) return it->second;
+  }
   const Problem p = make_problem(op, g, in, res);
   const std::string key = p.canonical();
   std::shared_future<std::shared_ptr<const Kernel>> fut;
@@ -121,7 +139,9 @@ std::shared_ptr<const Kernel> KernelSet::get(OpKind op, const ConvGeometry& g, D
     g_compiling.erase(key);
   }
   auto k = fut.get();
-  mine_.emplace(std::move(id), k);
+  std::lock_guard<std::mutex> l(g_kept_mu);
+  if (g_kept.size() >= kMaxKept) g_kept.clear();
+  g_kept.emplace(std::move(id), k);
   return k;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -68,36 +69,33 @@ struct FwdWindow {
 FwdWindow dw_axis(int64_t ho_start, int64_t rows, int64_t in, int64_t k, int64_t s, int64_t d,
                   int64_t pad);
 
-/** tbex kernels of the local problems, compiled once per process (concurrent cores asking for the
- * same problem wait for one compile) and kept by each engine for its own repeats. */
-class KernelSet {
- public:
-  /** The kernel of make_problem(op, g, in, res); its problem() gives the operand shapes. A repeat
-   * costs a map lookup on the geometry's numbers (no validation, no canonical string). */
-  std::shared_ptr<const Kernel> get(OpKind op, const ConvGeometry& g, DType in, DType res);
+/** The tbex kernel of make_problem(op, g, in, res), compiled once per process (concurrent cores
+ * asking for the same problem wait for one compile); its problem() gives the operand shapes. A
+ * repeat, in any launch, costs a map lookup on the geometry's numbers. */
+std::shared_ptr<const Kernel> local_kernel(OpKind op, const ConvGeometry& g, DType in, DType res);
 
- private:
-  std::map<std::vector<int64_t>, std::shared_ptr<const Kernel>> mine_;
-};
+/** The lock guarding the 4 KiB page of global memory at `p`: atomic GetTensorC adds take it for
+ * each page they touch, so adds from several cores into the same elements never interleave, and
+ * each page's run is a plain (vectorized) loop instead of a CAS per element. */
+std::mutex& page_lock(const void* p);
 
-/** fp32 atomic add (a CAS loop: several logical cores add into the same dW blocks). */
-inline void atomic_add(float* p, float v) {
-  float old, want;
-  __atomic_load(p, &old, __ATOMIC_RELAXED);
-  do {
-    want = old + v;
-  } while (!__atomic_compare_exchange(p, &old, &want, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-}
-
-/** Atomic add in a 2-byte float type (CANN's dX atomic GetTensorC adds in the output type). */
+/** dst[i] += src[i] for i < n, atomically per element with respect to other such calls. T: float,
+ * half or bfloat16_t (added in float, rounded once to T: CANN adds in the output type). */
 template <class T>
-inline void atomic_add16(T* p, float v) {
-  uint16_t* u = reinterpret_cast<uint16_t*>(p);
-  uint16_t old = __atomic_load_n(u, __ATOMIC_RELAXED);
-  uint16_t want;
-  do {
-    want = T((float)T::from_bits(old) + v).bits;
-  } while (!__atomic_compare_exchange_n(u, &old, want, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+void atomic_add_run(T* dst, const T* src, int64_t n) {
+  constexpr uintptr_t kPage = 4096;
+  while (n > 0) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(dst);
+    const int64_t in_page = (int64_t)((kPage - (a % kPage)) / sizeof(T));
+    const int64_t m = in_page < n ? in_page : n;
+    {
+      std::lock_guard<std::mutex> l(page_lock(dst));
+      for (int64_t i = 0; i < m; ++i) dst[i] = T((float)dst[i] + (float)src[i]);
+    }
+    dst += m;
+    src += m;
+    n -= m;
+  }
 }
 
 /** UserError(code::kValue) naming the API call at fault. */
