@@ -24,7 +24,6 @@ struct DwEngine::Impl {
   // The current single shape's result: [cin1*Hk*Wk rows][cout16][16] fp32 (FRACTAL_Z_3D).
   std::vector<float> result;
   int64_t cout16 = 0;
-  uint32_t m_iter = 0, n_iter = 0, tail_m = 0, tail_n = 0;
   BlockWalk walk;
 
   void compute();
@@ -92,10 +91,7 @@ void DwEngine::Impl::compute() {
 
   // Blocks: M by baseM, the 16-aligned N (cin1*16*Hk*Wk) by baseN.
   const int64_t n_aligned = cin1 * 16 * hkwk;
-  m_iter = (uint32_t)ceil_div64((int64_t)m, t.baseM);
-  n_iter = (uint32_t)ceil_div64(n_aligned, t.baseN);
-  tail_m = (uint32_t)((int64_t)m - (int64_t)(m_iter - 1) * t.baseM);
-  tail_n = (uint32_t)(n_aligned - (int64_t)(n_iter - 1) * t.baseN);
+  walk.plan((int64_t)m, n_aligned, t.baseM, t.baseN);
 
   // Reused across single shapes: the kernel writes all of it (padding lanes included).
   result.resize((size_t)(cin1 * hkwk * cout16 * 16));
@@ -134,17 +130,12 @@ void DwEngine::Impl::compute() {
 bool DwEngine::iterate(IterCounters& ctx) {
   Impl& s = *impl_;
   require(s.has_tiling, "Conv3DBackpropFilter::Iterate", "Iterate before Init");
-  if (ctx.isFirstIter_) {
+  const bool first = ctx.isFirstIter_;
+  if (first) {
     s.compute();
-    s.walk.reset(s.m_iter, s.n_iter, s.t.stepM, s.t.stepN, s.t.iterateOrder);
     ctx.isFirstIter_ = 0;
-  } else if (s.walk.done() || !s.walk.next()) {
-    return false;
   }
-  ctx.curML0Idx_ = s.walk.m();
-  ctx.curNL0Idx_ = s.walk.n();
-  ctx.baseUseM_ = ctx.curML0Idx_ + 1 == s.m_iter ? s.tail_m : s.t.baseM;
-  ctx.baseUseN_ = ctx.curNL0Idx_ + 1 == s.n_iter ? s.tail_n : s.t.baseN;
+  if (!s.walk.iterate(ctx, first, s.t.stepM, s.t.stepN, s.t.iterateOrder)) return false;
   return true;
 }
 

@@ -32,7 +32,6 @@ struct DxEngine::Impl {
   int64_t rows = 0, h0 = 0, cin1 = 0;
   DepthTaps wd;
   AxisWindow wh;
-  uint32_t m_iter = 0, n_iter = 0, tail_m = 0, tail_n = 0;
   BlockWalk walk;
 
   void compute();
@@ -111,10 +110,7 @@ void DxEngine::Impl::compute() {
               std::to_string(t.hi));
 
   const int64_t n_aligned = cin1 * 16;
-  m_iter = (uint32_t)ceil_div64((int64_t)m, t.baseM);
-  n_iter = (uint32_t)ceil_div64(n_aligned, t.baseN);
-  tail_m = (uint32_t)((int64_t)m - (int64_t)(m_iter - 1) * t.baseM);
-  tail_n = (uint32_t)(n_aligned - (int64_t)(n_iter - 1) * t.baseN);
+  walk.plan((int64_t)m, n_aligned, t.baseM, t.baseN);
 
   const int64_t rplane = rows * t.wi * 16;  // one channel block of the result
   // Reused across single shapes; the kernel writes rows [start, end) of every plane (all 16
@@ -193,17 +189,12 @@ bool DxEngine::Impl::block_has_terms(uint32_t m_idx, uint32_t use_m) const {
 bool DxEngine::iterate(DxCounters& ctx) {
   Impl& s = *impl_;
   require(s.has_tiling, "Conv3DBackpropInput::Iterate", "Iterate before Init");
-  if (ctx.isFirstIter_) {
+  const bool first = ctx.isFirstIter_;
+  if (first) {
     s.compute();
-    s.walk.reset(s.m_iter, s.n_iter, 1, 1, s.t.iterateOrder);
     ctx.isFirstIter_ = 0;
-  } else if (s.walk.done() || !s.walk.next()) {
-    return false;
   }
-  ctx.curML0Idx_ = s.walk.m();
-  ctx.curNL0Idx_ = s.walk.n();
-  ctx.baseUseM_ = ctx.curML0Idx_ + 1 == s.m_iter ? s.tail_m : s.t.baseM;
-  ctx.baseUseN_ = ctx.curNL0Idx_ + 1 == s.n_iter ? s.tail_n : s.t.baseN;
+  if (!s.walk.iterate(ctx, first, 1, 1, s.t.iterateOrder)) return false;
   ctx.curDinIdx_ = s.din;
   ctx.singleShapeCin_ = s.n;
   ctx.needComputeFlag_ = s.block_has_terms(ctx.curML0Idx_, ctx.baseUseM_);

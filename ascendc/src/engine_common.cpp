@@ -17,23 +17,46 @@ DType to_dtype(Elem e) {
   throw InternalError("unknown ascendc element type");
 }
 
-void BlockWalk::reset(uint32_t m_iter, uint32_t n_iter, uint32_t step_m, uint32_t step_n,
-                      uint32_t order) {
+void BlockWalk::plan(int64_t m, int64_t n, uint32_t base_m, uint32_t base_n) {
+  base_m_ = base_m;
+  base_n_ = base_n;
+  m_iter_ = (uint32_t)ceil_div64(m, base_m);
+  n_iter_ = (uint32_t)ceil_div64(n, base_n);
+  tail_m_ = (uint32_t)(m - (int64_t)(m_iter_ - 1) * base_m);
+  tail_n_ = (uint32_t)(n - (int64_t)(n_iter_ - 1) * base_n);
   blocks_.clear();
   pos_ = 0;
-  step_m = std::max<uint32_t>(step_m, 1);
-  step_n = std::max<uint32_t>(step_n, 1);
-  if (order == 1) {  // ORDER_N
-    for (uint32_t ng = 0; ng < n_iter; ng += step_n)
-      for (uint32_t mg = 0; mg < m_iter; mg += step_m)
-        for (uint32_t n = ng; n < std::min(ng + step_n, n_iter); ++n)
-          for (uint32_t m = mg; m < std::min(mg + step_m, m_iter); ++m) blocks_.emplace_back(m, n);
-  } else {  // ORDER_M
-    for (uint32_t mg = 0; mg < m_iter; mg += step_m)
-      for (uint32_t ng = 0; ng < n_iter; ng += step_n)
-        for (uint32_t m = mg; m < std::min(mg + step_m, m_iter); ++m)
-          for (uint32_t n = ng; n < std::min(ng + step_n, n_iter); ++n) blocks_.emplace_back(m, n);
+}
+
+bool BlockWalk::iterate(IterCounters& ctx, bool first, uint32_t step_m, uint32_t step_n,
+                        uint32_t order) {
+  if (first) {
+    blocks_.clear();
+    pos_ = 0;
+    step_m = std::max<uint32_t>(step_m, 1);
+    step_n = std::max<uint32_t>(step_n, 1);
+    if (order == 1) {  // ORDER_N
+      for (uint32_t ng = 0; ng < n_iter_; ng += step_n)
+        for (uint32_t mg = 0; mg < m_iter_; mg += step_m)
+          for (uint32_t n = ng; n < std::min(ng + step_n, n_iter_); ++n)
+            for (uint32_t m = mg; m < std::min(mg + step_m, m_iter_); ++m) blocks_.emplace_back(m, n);
+    } else {  // ORDER_M
+      for (uint32_t mg = 0; mg < m_iter_; mg += step_m)
+        for (uint32_t ng = 0; ng < n_iter_; ng += step_n)
+          for (uint32_t m = mg; m < std::min(mg + step_m, m_iter_); ++m)
+            for (uint32_t n = ng; n < std::min(ng + step_n, n_iter_); ++n) blocks_.emplace_back(m, n);
+    }
+  } else if (done() || ++pos_ >= blocks_.size()) {
+    pos_ = blocks_.size();
+    return false;
   }
+  if (done()) return false;
+  const auto [m, n] = blocks_[pos_];
+  ctx.curML0Idx_ = m;
+  ctx.curNL0Idx_ = n;
+  ctx.baseUseM_ = m + 1 == m_iter_ ? tail_m_ : base_m_;
+  ctx.baseUseN_ = n + 1 == n_iter_ ? tail_n_ : base_n_;
+  return true;
 }
 
 AxisWindow dx_axis(int64_t first, int64_t count, int64_t out, int64_t k, int64_t s, int64_t d,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tbex/ascendc/engine.h"
 #include "tbex/ascendc/types.h"
 #include "tbex/dtype.h"
 #include "tbex/errors.h"
@@ -22,21 +23,21 @@ inline int64_t floor_div64(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a
 
 DType to_dtype(Elem e);
 
-/** CANN's Iterate order over the (m, n) blocks of a single shape: blocks grouped stepM x stepN;
- * iterateOrder 1 (ORDER_N): n groups outermost, M innermost; 0 (ORDER_M): m groups outermost, N
- * innermost. */
+/** The blocks of a single shape and CANN's Iterate order over them: M by baseM and N by baseN
+ * (tails last), grouped stepM x stepN; iterateOrder 1 (ORDER_N): n groups outermost, M innermost;
+ * 0 (ORDER_M): m groups outermost, N innermost. */
 class BlockWalk {
  public:
-  void reset(uint32_t m_iter, uint32_t n_iter, uint32_t step_m, uint32_t step_n, uint32_t order);
+  void plan(int64_t m, int64_t n, uint32_t base_m, uint32_t base_n);
+  /** One Iterate: the first block (first) or the next; sets ctx's block counters; false when the
+   * walk is over (the counters then keep the last block). */
+  bool iterate(IterCounters& ctx, bool first, uint32_t step_m, uint32_t step_n, uint32_t order);
   bool done() const { return pos_ >= blocks_.size(); }
-  /** Advances; false when the walk is over. */
-  bool next() { return ++pos_ < blocks_.size(); }
-  uint32_t m() const { return blocks_[pos_].first; }
-  uint32_t n() const { return blocks_[pos_].second; }
 
  private:
   std::vector<std::pair<uint32_t, uint32_t>> blocks_;
   size_t pos_ = 0;
+  uint32_t m_iter_ = 0, n_iter_ = 0, tail_m_ = 0, tail_n_ = 0, base_m_ = 0, base_n_ = 0;
 };
 
 /** One spatial axis of a backward-input single shape: output rows [first, first + count) of an

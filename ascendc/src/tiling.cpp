@@ -17,13 +17,6 @@ namespace ConvBackpropApi {
 namespace {
 using tbex::ascendc::detail::ceil_div64;
 
-bool set5(int64_t (&dst)[5], bool& flag, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e) {
-  const int64_t v[5] = {a, b, c, d, e};
-  std::copy(v, v + 5, dst);
-  flag = true;
-  return std::all_of(v, v + 5, [](int64_t x) { return x > 0; });
-}
-
 struct Failure {
   std::string message;
 };
@@ -68,6 +61,20 @@ tbex::ConvGeometry geometry(const ConvBpTilingInput& in) {
   for (int64_t v : {g.n, g.cin, g.cout, g.in[0], g.in[1], g.in[2], g.out[0], g.out[1], g.out[2]})
     if (v > (int64_t)std::numeric_limits<uint32_t>::max()) reject("a size does not fit the tiling's uint32 fields");
   return g;
+}
+
+/** The fields both tilings spell alike: sizes, strides, pads, dilations of the convolution. */
+template <class T>
+void fill_geometry(T& t, const tbex::ConvGeometry& g) {
+  t.batch = g.n; t.cin = g.cin; t.cout = g.cout;
+  t.dout = g.out[0]; t.ho = g.out[1]; t.wo = g.out[2];
+  t.di = g.in[0]; t.hi = g.in[1]; t.wi = g.in[2];
+  t.dk = g.kernel[0]; t.hk = g.kernel[1]; t.wk = g.kernel[2];
+  t.group = 1;
+  t.strideD = g.stride[0]; t.strideH = g.stride[1]; t.strideW = g.stride[2];
+  t.padFront = g.pads[0]; t.padBack = g.pads[1]; t.padUp = g.pads[2]; t.padDown = g.pads[3];
+  t.padLeft = g.pads[4]; t.padRight = g.pads[5];
+  t.dilationD = g.dilation[0]; t.dilationH = g.dilation[1]; t.dilationW = g.dilation[2];
 }
 
 /** Largest single shape (in rows of `rows_total`) whose task count `tasks(rows)` still gives every
@@ -119,16 +126,8 @@ void fill_filter(const ConvBpTilingInput& in, TConv3DBpFilterTiling& t, Conv3DBp
   tbex::make_problem(tbex::OpKind::kBackpropFilter, g, dt, tbex::DType::kFloat32);  // checks
 
   t = TConv3DBpFilterTiling{};
-  t.batch = g.n; t.cin = g.cin; t.cout = g.cout;
+  fill_geometry(t, g);
   t.cin1G = ceil_div64(g.cin, 16); t.cout1G = ceil_div64(g.cout, 16);
-  t.dout = g.out[0]; t.ho = g.out[1]; t.wo = g.out[2];
-  t.di = g.in[0]; t.hi = g.in[1]; t.wi = g.in[2];
-  t.dk = g.kernel[0]; t.hk = g.kernel[1]; t.wk = g.kernel[2];
-  t.group = 1;
-  t.strideD = g.stride[0]; t.strideH = g.stride[1]; t.strideW = g.stride[2];
-  t.padFront = g.pads[0]; t.padBack = g.pads[1]; t.padUp = g.pads[2]; t.padDown = g.pads[3];
-  t.padLeft = g.pads[4]; t.padRight = g.pads[5];
-  t.dilationD = g.dilation[0]; t.dilationH = g.dilation[1]; t.dilationW = g.dilation[2];
   t.channelSize = 16;
   t.al0Pbuffer = t.bl0Pbuffer = t.cl0Pbuffer = t.al1Pbuffer = t.bl1Pbuffer = 1;
   t.m0 = 16; t.k0 = 16; t.n0 = 16;
@@ -217,20 +216,12 @@ void fill_input(const ConvBpTilingInput& in, TConv3DBackpropInputTiling& t) {
                                           (g.kernel[i] - 1) * g.dilation[i] - bp_head[i]);
 
   t = TConv3DBackpropInputTiling{};
-  t.batch = g.n; t.cin = g.cin; t.cout = g.cout;
+  fill_geometry(t, g);
   t.cout1 = ceil_div64(g.cout, 16); t.cin1 = ceil_div64(g.cin, 16);
   t.cout1G = t.cout1; t.cin1G = t.cin1;
   t.c0 = 16; t.c0Bits = 4;
-  t.dout = g.out[0]; t.ho = g.out[1]; t.wo = g.out[2];
-  t.di = g.in[0]; t.hi = g.in[1]; t.wi = g.in[2];
-  t.dk = g.kernel[0]; t.hk = g.kernel[1]; t.wk = g.kernel[2];
-  t.group = 1;
-  t.strideD = g.stride[0]; t.strideH = g.stride[1]; t.strideW = g.stride[2];
-  t.padFront = g.pads[0]; t.padBack = g.pads[1]; t.padUp = g.pads[2]; t.padDown = g.pads[3];
-  t.padLeft = g.pads[4]; t.padRight = g.pads[5];
   t.backpropPadTail = bp_tail[0]; t.backpropPadUp = bp_head[1]; t.backpropPadDown = bp_tail[1];
   t.backpropPadLeft = bp_head[2]; t.backpropPadRight = bp_tail[2];
-  t.dilationD = g.dilation[0]; t.dilationH = g.dilation[1]; t.dilationW = g.dilation[2];
   t.al0Pbuffer = t.bl0Pbuffer = t.cl0Pbuffer = t.al1Pbuffer = t.bl1Pbuffer = 1;
   t.singleCoreGroup = 1;
   t.singleCoreCout = t.cout1G * 16;
@@ -273,49 +264,6 @@ void fill_input(const ConvBpTilingInput& in, TConv3DBackpropInputTiling& t) {
 }
 
 }  // namespace
-
-#define TBEX_ASCENDC_TILER_SETTERS(Class, ShapeRet, ret_ok)                                              \
-  ShapeRet Class::SetWeightShape(int64_t cout, int64_t cin, int64_t d, int64_t h, int64_t w) {          \
-    return ret_ok(set5(in_.weight, in_.weight_set, cout, cin, d, h, w));                                \
-  }                                                                                                     \
-  ShapeRet Class::SetInputShape(int64_t n, int64_t c, int64_t d, int64_t h, int64_t w) {                \
-    return ret_ok(set5(in_.input, in_.input_set, n, c, d, h, w));                                       \
-  }                                                                                                     \
-  ShapeRet Class::SetGradOutputShape(int64_t n, int64_t c, int64_t d, int64_t h, int64_t w) {           \
-    return ret_ok(set5(in_.grad_out, in_.grad_out_set, n, c, d, h, w));                                 \
-  }                                                                                                     \
-  void Class::SetWeightType(ConvCommonApi::TPosition p, ConvCommonApi::ConvFormat f,                    \
-                            ConvCommonApi::ConvDtype t) { in_.weight_type = {p, f, t, true}; }          \
-  void Class::SetInputType(ConvCommonApi::TPosition p, ConvCommonApi::ConvFormat f,                     \
-                           ConvCommonApi::ConvDtype t) { in_.input_type = {p, f, t, true}; }            \
-  void Class::SetGradOutputType(ConvCommonApi::TPosition p, ConvCommonApi::ConvFormat f,                \
-                                ConvCommonApi::ConvDtype t) { in_.grad_out_type = {p, f, t, true}; }    \
-  void Class::SetPadding(int64_t front, int64_t back, int64_t up, int64_t down, int64_t left,           \
-                         int64_t right) {                                                               \
-    const int64_t v[6] = {front, back, up, down, left, right};                                          \
-    std::copy(v, v + 6, in_.pads);                                                                      \
-  }                                                                                                     \
-  void Class::SetStride(int64_t d, int64_t h, int64_t w) {                                              \
-    in_.strides[0] = d; in_.strides[1] = h; in_.strides[2] = w;                                         \
-  }                                                                                                     \
-  void Class::SetDilation(int64_t d, int64_t h, int64_t w) {                                            \
-    in_.dilations[0] = d; in_.dilations[1] = h; in_.dilations[2] = w;                                   \
-  }                                                                                                     \
-  void Class::SetGroups(int64_t groups) { in_.groups = groups; }
-
-namespace {
-inline void as_void(bool) {}
-inline bool as_bool(bool ok) { return ok; }
-}  // namespace
-TBEX_ASCENDC_TILER_SETTERS(Conv3dBpFilterTilingBase, void, as_void)
-TBEX_ASCENDC_TILER_SETTERS(Conv3DBpInputTilingBase, bool, as_bool)
-
-bool Conv3DBpInputTilingBase::SetOutputPadding(int64_t d, int64_t h, int64_t w) {
-  in_.output_padding[0] = d;
-  in_.output_padding[1] = h;
-  in_.output_padding[2] = w;
-  return d >= 0 && h >= 0 && w >= 0;
-}
 
 int64_t Conv3dBpFilterTiling::GetTiling(optiling::Conv3DBackpropFilterTilingData& tiling) {
   return guarded(error_, "Conv3dBpFilterTiling", [&] {

@@ -2,7 +2,9 @@
 /** What both host tilers share (CANN's conv3d_bp_tiling_base.h): platform description, shapes,
  * types and attributes as set, and the last failure's message. */
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include "tbex/ascendc/conv_common.h"
 #include "tbex/ascendc/export.h"
@@ -41,6 +43,62 @@ struct TBEX_ASCENDC_API ConvBpTilingInput {
   int64_t dilations[3] = {1, 1, 1};
   int64_t output_padding[3] = {0, 0, 0};
   int64_t groups = 1;
+};
+
+/** The setters both host tilers share (CANN's Conv3dBpTilingBase); ShapeRet is void for the
+ * filter tiler and bool (all sizes > 0) for the input tiler, as in CANN. */
+template <class ShapeRet>
+class ConvBpTilingSetters {
+ public:
+  ConvBpTilingSetters() = default;
+  explicit ConvBpTilingSetters(const platform_ascendc::PlatformAscendC&) {}
+  explicit ConvBpTilingSetters(const PlatformInfo& info) { in_.platform = info; }
+  virtual ~ConvBpTilingSetters() = default;
+
+  ShapeRet SetWeightShape(int64_t cout, int64_t cin, int64_t d, int64_t h, int64_t w) {
+    return shape(in_.weight, in_.weight_set, {cout, cin, d, h, w});
+  }
+  ShapeRet SetInputShape(int64_t n, int64_t c, int64_t d, int64_t h, int64_t w) {
+    return shape(in_.input, in_.input_set, {n, c, d, h, w});
+  }
+  ShapeRet SetGradOutputShape(int64_t n, int64_t c, int64_t d, int64_t h, int64_t w) {
+    return shape(in_.grad_out, in_.grad_out_set, {n, c, d, h, w});
+  }
+  void SetWeightType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
+                     ConvCommonApi::ConvDtype dtype) { in_.weight_type = {pos, format, dtype, true}; }
+  void SetInputType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
+                    ConvCommonApi::ConvDtype dtype) { in_.input_type = {pos, format, dtype, true}; }
+  void SetGradOutputType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
+                         ConvCommonApi::ConvDtype dtype) { in_.grad_out_type = {pos, format, dtype, true}; }
+  void SetPadding(int64_t front, int64_t back, int64_t up, int64_t down, int64_t left, int64_t right) {
+    const int64_t v[6] = {front, back, up, down, left, right};
+    for (int i = 0; i < 6; ++i) in_.pads[i] = v[i];
+  }
+  void SetStride(int64_t d, int64_t h, int64_t w) { set3(in_.strides, d, h, w); }
+  void SetDilation(int64_t d, int64_t h, int64_t w) { set3(in_.dilations, d, h, w); }
+  void SetGroups(int64_t groups) { in_.groups = groups; }
+
+  const std::string& GetErrorMessage() const { return error_; }
+
+ protected:
+  static void set3(int64_t (&dst)[3], int64_t a, int64_t b, int64_t c) {
+    dst[0] = a;
+    dst[1] = b;
+    dst[2] = c;
+  }
+  static ShapeRet shape(int64_t (&dst)[5], bool& flag, std::initializer_list<int64_t> v) {
+    bool ok = true;
+    int i = 0;
+    for (int64_t x : v) {
+      dst[i++] = x;
+      ok = ok && x > 0;
+    }
+    flag = true;
+    if constexpr (!std::is_void<ShapeRet>::value) return ok;
+  }
+
+  ConvBpTilingInput in_;
+  std::string error_;
 };
 
 }  // namespace ConvBackpropApi

@@ -11,32 +11,9 @@
 
 namespace ConvBackpropApi {
 
-class TBEX_ASCENDC_API Conv3dBpFilterTilingBase {
+class Conv3dBpFilterTilingBase : public ConvBpTilingSetters<void> {
  public:
-  Conv3dBpFilterTilingBase() = default;
-  explicit Conv3dBpFilterTilingBase(const platform_ascendc::PlatformAscendC&) {}
-  explicit Conv3dBpFilterTilingBase(const PlatformInfo& info) { in_.platform = info; }
-  virtual ~Conv3dBpFilterTilingBase() = default;
-
-  void SetWeightShape(int64_t cout, int64_t cin, int64_t d, int64_t h, int64_t w);
-  void SetInputShape(int64_t n, int64_t c, int64_t d, int64_t h, int64_t w);
-  void SetGradOutputShape(int64_t n, int64_t c, int64_t d, int64_t h, int64_t w);
-  void SetWeightType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
-                     ConvCommonApi::ConvDtype dtype);
-  void SetInputType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
-                    ConvCommonApi::ConvDtype dtype);
-  void SetGradOutputType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
-                         ConvCommonApi::ConvDtype dtype);
-  void SetPadding(int64_t front, int64_t back, int64_t up, int64_t down, int64_t left, int64_t right);
-  void SetStride(int64_t d, int64_t h, int64_t w);
-  void SetDilation(int64_t d, int64_t h, int64_t w);
-  void SetGroups(int64_t groups);
-
-  const std::string& GetErrorMessage() const { return error_; }
-
- protected:
-  ConvBpTilingInput in_;
-  std::string error_;
+  using ConvBpTilingSetters<void>::ConvBpTilingSetters;
 };
 
 class TBEX_ASCENDC_API Conv3dBpFilterTiling : public Conv3dBpFilterTilingBase {

@@ -10,33 +10,14 @@
 
 namespace ConvBackpropApi {
 
-class TBEX_ASCENDC_API Conv3DBpInputTilingBase {
+class Conv3DBpInputTilingBase : public ConvBpTilingSetters<bool> {
  public:
-  Conv3DBpInputTilingBase() = default;
-  explicit Conv3DBpInputTilingBase(const platform_ascendc::PlatformAscendC&) {}
-  explicit Conv3DBpInputTilingBase(const PlatformInfo& info) { in_.platform = info; }
-  virtual ~Conv3DBpInputTilingBase() = default;
-
-  bool SetWeightShape(int64_t cout, int64_t cin, int64_t d, int64_t h, int64_t w);
-  bool SetInputShape(int64_t n, int64_t c, int64_t d, int64_t h, int64_t w);
-  bool SetGradOutputShape(int64_t n, int64_t c, int64_t d, int64_t h, int64_t w);
-  void SetWeightType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
-                     ConvCommonApi::ConvDtype dtype);
-  void SetInputType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
-                    ConvCommonApi::ConvDtype dtype);
-  void SetGradOutputType(ConvCommonApi::TPosition pos, ConvCommonApi::ConvFormat format,
-                         ConvCommonApi::ConvDtype dtype);
-  void SetPadding(int64_t front, int64_t back, int64_t up, int64_t down, int64_t left, int64_t right);
-  void SetStride(int64_t d, int64_t h, int64_t w);
-  void SetDilation(int64_t d, int64_t h, int64_t w);
-  bool SetOutputPadding(int64_t d, int64_t h, int64_t w);
-  void SetGroups(int64_t groups);
-
-  const std::string& GetErrorMessage() const { return error_; }
-
- protected:
-  ConvBpTilingInput in_;
-  std::string error_;
+  using ConvBpTilingSetters<bool>::ConvBpTilingSetters;
+  /** Stored; the tiler takes the input shape as given and checks it as one convolution. */
+  bool SetOutputPadding(int64_t d, int64_t h, int64_t w) {
+    set3(in_.output_padding, d, h, w);
+    return d >= 0 && h >= 0 && w >= 0;
+  }
 };
 
 class TBEX_ASCENDC_API Conv3DBpInputTiling : public Conv3DBpInputTilingBase {
