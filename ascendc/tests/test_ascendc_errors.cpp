@@ -2,6 +2,7 @@
 // dX NCDHW workspace path (a kernel that transposes each block, as CANN's operator does).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 
 #include "ascendc_harness.h"
@@ -258,4 +259,49 @@ TEST(AscendcDx, NcdhwWorkspacePath) {
   std::vector<float> got(dx.size());
   for (size_t i = 0; i < dx.size(); ++i) got[i] = (float)dx[i];
   EXPECT_LE(ulp_err<half>(got, ref), 1.0);
+}
+
+TEST(AscendcIterate, OrderStepsTailsAndTheFirstIterRule) {
+  Geo g = small();
+  g.cout = 40;  // M = 40: baseM 16 -> blocks 16, 16, 8
+  TConv3DBpFilterTiling t = dw_tiling(g);
+  t.baseM = 16;
+  t.baseN = 32;  // N = 16 * 9 = 144 -> 32 x 4 + 16
+  t.stepM = 2;
+  t.stepN = 2;
+  std::vector<half> x(16 * 6 * 5), dy(48 * 4 * 3);
+  AscendC::GlobalTensor<half> xg, dyg;
+  xg.SetGlobalBuffer(x.data(), x.size());
+  dyg.SetGlobalBuffer(dy.data(), dy.size());
+  for (uint32_t order : {0u, 1u}) {
+    t.iterateOrder = order;
+    Conv3DBackpropFilter<XT, WST, XT, DWT> op;
+    op.Init(&t);
+    op.SetInput(xg);
+    op.SetGradOutput(dyg);
+    op.SetSingleShape(40, 144, 12);
+    std::vector<std::array<uint32_t, 4>> seen;
+    while (op.Iterate()) seen.push_back({op.ctx.curML0Idx_, op.ctx.curNL0Idx_, op.ctx.baseUseM_, op.ctx.baseUseN_});
+    // Expected, written out from CANN's rule: groups of stepM x stepN blocks; ORDER_N (1): n
+    // groups outer, m groups, then n, then m innermost; ORDER_M (0): the transpose.
+    std::vector<std::array<uint32_t, 4>> want;
+    const uint32_t mi = 3, ni = 5;
+    auto use_m = [&](uint32_t m) { return m == mi - 1 ? 8u : 16u; };
+    auto use_n = [&](uint32_t n) { return n == ni - 1 ? 16u : 32u; };
+    for (uint32_t a = 0; a < (order ? ni : mi); a += 2)
+      for (uint32_t b = 0; b < (order ? mi : ni); b += 2)
+        for (uint32_t c = a; c < std::min(a + 2, order ? ni : mi); ++c)
+          for (uint32_t d = b; d < std::min(b + 2, order ? mi : ni); ++d) {
+            const uint32_t m = order ? d : c, n = order ? c : d;
+            want.push_back({m, n, use_m(m), use_n(n)});
+          }
+    EXPECT_EQ(seen, want) << "iterateOrder " << order;
+    // Without isFirstIter_ = true the next round yields nothing (CANN's Iterate does not reset it).
+    EXPECT_FALSE(op.Iterate());
+    op.ctx.isFirstIter_ = true;
+    EXPECT_TRUE(op.Iterate());
+    EXPECT_EQ(op.ctx.curML0Idx_, 0u);
+    EXPECT_EQ(op.ctx.curNL0Idx_, 0u);
+    op.End();
+  }
 }
