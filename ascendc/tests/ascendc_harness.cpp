@@ -132,6 +132,7 @@ std::vector<float> run_dx(const Geo& g, const Operands& o, int64_t block_dim, co
   AscendC::tiling::Conv3DBackpropInputTilingData td;
   if (tiler.GetTiling(td) != 0) throw std::runtime_error("dX tiling failed: " + tiler.GetErrorMessage());
   auto& t = td.conv3DDxTiling;
+  if (tw.iterate_order >= 0) t.iterateOrder = tw.iterate_order;
   if (tw.base_m) t.baseM = tw.base_m;
   if (tw.base_n) t.baseN = tw.base_n;
   if (tw.base_k) t.baseK = tw.base_k;
