@@ -29,7 +29,9 @@ N*Di (dX) tbex kernels where tbex's own path runs one; each slice's kernel is a 
 efficient than the whole problem's (perf on a_tbe_doc dW: 13% more cycles in the kernels), each
 single shape's result is copied out block by block by GetTensorC (dW adds under per-page locks),
 and every launch starts block_dim threads. On the large workloads this is within noise (0.97-1.05);
-on the 5 ms seed workload (a_tbe_doc, 128 slices of ~40 us) it is 1.1-1.45x and varies by run.
+on the 5-10 ms seed workload (a_tbe_doc, 128 slices of 40-80 us) it is 1.07-1.45x and varies
+from run to run (the full run with --reps 9 before this one had dX at 2 threads at 1.42x, this one
+dX at 1 thread at 1.38x; 15-rep runs of the bench binary alone gave 1.14-1.22x).
 Ratios below 1 are slices whose local kernel the cost model schedules better than the whole
 problem (h_stem dX). Engineering notes: a CAS per element for the atomic adds cost 2-5 ms on
 f_dilated (now one lock per 4 KiB page and plain adds); the first version computed a dX slice over
