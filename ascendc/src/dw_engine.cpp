@@ -71,7 +71,6 @@ void DwEngine::set_start_position(uint32_t ho_start) { impl_->ho_start = ho_star
 
 void DwEngine::Impl::compute() {
   const char* who = "Conv3DBackpropFilter::Iterate";
-  require(has_tiling, who, "Iterate before Init");
   require(shape_set, who, "Iterate before SetSingleShape");
   require(x != nullptr, who, "Iterate before SetInput (input is null)");
   require(dy != nullptr, who, "Iterate before SetGradOutput (gradOutput is null)");
@@ -85,8 +84,8 @@ void DwEngine::Impl::compute() {
           "dy rows [" + std::to_string(ho_start) + ", " + std::to_string(ho_start + rows) +
               ") run past Ho = " + std::to_string(t.ho));
   const int64_t hkwk = (int64_t)t.hk * t.wk;
-  const int64_t cin1 = ceil_div64(ceil_div64((int64_t)n, hkwk), 16);
-  const int64_t cout1 = ceil_div64((int64_t)m, 16);
+  const int64_t cin1 = ceil_div(ceil_div((int64_t)n, hkwk), 16);
+  const int64_t cout1 = ceil_div((int64_t)m, 16);
   cout16 = cout1 * 16;
 
   // Blocks: M by baseM, the 16-aligned N (cin1*16*Hk*Wk) by baseN.

@@ -15,7 +15,7 @@ using namespace detail;
 struct DxEngine::Impl {
   Elem src, dst;
   OutFormat format;
-  size_t dst_size = 2;
+  size_t dst_size() const { return dst == Elem::kFloat ? 4 : 2; }
   bool has_tiling = false;
   TConv3DBackpropInputTiling t;
   const uint8_t* w = nullptr;
@@ -44,7 +44,6 @@ DxEngine::DxEngine(Elem src, Elem dst, OutFormat format) : impl_(new Impl) {
   impl_->src = src;
   impl_->dst = dst;
   impl_->format = format;
-  impl_->dst_size = dst == Elem::kFloat ? 4 : 2;
 }
 DxEngine::~DxEngine() = default;
 
@@ -101,8 +100,8 @@ void DxEngine::Impl::compute() {
               std::to_string(t.cout1G));
   require(din < t.di, start_call,
           "din " + std::to_string(din) + " is not below Di = " + std::to_string(t.di));
-  cin1 = ceil_div64(n, 16);
-  rows = ceil_div64((int64_t)m, t.wi);
+  cin1 = ceil_div(n, 16);
+  rows = ceil_div((int64_t)m, t.wi);
   h0 = (int64_t)ho_start + t.backpropPadUp;
   require(h0 >= 0 && h0 + rows <= (int64_t)t.hi, start_call,
           "the single shape's rows [" + std::to_string(h0) + ", " + std::to_string(h0 + rows) +
@@ -115,19 +114,19 @@ void DxEngine::Impl::compute() {
   const int64_t rplane = rows * t.wi * 16;  // one channel block of the result
   // Reused across single shapes; the kernel writes rows [start, end) of every plane (all 16
   // lanes), the rest is zeroed here.
-  result.resize((size_t)(cin1 * rplane) * dst_size);
+  result.resize((size_t)(cin1 * rplane) * dst_size());
   wd = dx_depth(din, t.dout, t.dk, t.strideD, t.dilationD, t.padFront);
   wh = dx_axis(h0, rows, t.ho, t.hk, t.strideH, t.dilationH, t.padUp);
   if (wd.count == 0 || wh.empty) {
     std::fill(result.begin(), result.end(), 0);
     return;
   }
-  const size_t head = (size_t)((wh.start - h0) * t.wi * 16) * dst_size;
-  const size_t tail = (size_t)((h0 + rows - wh.end) * t.wi * 16) * dst_size;
+  const size_t head = (size_t)((wh.start - h0) * t.wi * 16) * dst_size();
+  const size_t tail = (size_t)((h0 + rows - wh.end) * t.wi * 16) * dst_size();
   for (int64_t c = 0; c < cin1; ++c) {
-    uint8_t* pl = result.data() + (size_t)(c * rplane) * dst_size;
+    uint8_t* pl = result.data() + (size_t)(c * rplane) * dst_size();
     std::memset(pl, 0, head);
-    std::memset(pl + (size_t)rplane * dst_size - tail, 0, tail);
+    std::memset(pl + (size_t)rplane * dst_size() - tail, 0, tail);
   }
 
   ConvGeometry g;
@@ -166,13 +165,13 @@ void DxEngine::Impl::compute() {
   TensorArg wa{wdata, p.filter_shape(), wstrides, st};
   // dy: the pointer is at (do = 0, ho = ceil(curHoStartIdx / strideH) clamped at 0); tiling cout1
   // is the stride of a dy depth plane in C1 blocks.
-  const int64_t aligned = ho_start < 0 ? 0 : ceil_div64(ho_start, t.strideH);
+  const int64_t aligned = ho_start < 0 ? 0 : ceil_div(ho_start, t.strideH);
   const int64_t hw_out = (int64_t)t.ho * t.wo * 16;
-  const uint8_t* dy0 = dy + (wd.do_min * (int64_t)t.cout1 * hw_out + (wh.o0 - aligned) * t.wo * 16) * 2;
   internal_check(wh.o0 >= aligned, "ascendc dX: dy window starts above the gradOutput pointer");
+  const uint8_t* dy0 = dy + (wd.do_min * (int64_t)t.cout1 * hw_out + (wh.o0 - aligned) * t.wo * 16) * 2;
   TensorArg dya{dy0, p.dy_shape(), {0, wd.q * (int64_t)t.cout1 * hw_out, hw_out, (int64_t)t.wo * 16, 16, 1}, st};
   // Output rows [start, end) of this slice's rows [h0, h0 + rows).
-  uint8_t* out0 = result.data() + (size_t)((wh.start - h0) * t.wi * 16) * dst_size;
+  uint8_t* out0 = result.data() + (size_t)((wh.start - h0) * t.wi * 16) * dst_size();
   TensorArg out{out0, p.output_shape(), {0, 0, rplane, 16, 1}, dt};
   kernel->run({wa, dya}, out);
 }

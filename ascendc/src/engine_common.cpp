@@ -20,8 +20,8 @@ DType to_dtype(Elem e) {
 void BlockWalk::plan(int64_t m, int64_t n, uint32_t base_m, uint32_t base_n) {
   base_m_ = base_m;
   base_n_ = base_n;
-  m_iter_ = (uint32_t)ceil_div64(m, base_m);
-  n_iter_ = (uint32_t)ceil_div64(n, base_n);
+  m_iter_ = (uint32_t)ceil_div(m, base_m);
+  n_iter_ = (uint32_t)ceil_div(n, base_n);
   tail_m_ = (uint32_t)(m - (int64_t)(m_iter_ - 1) * base_m);
   tail_n_ = (uint32_t)(n - (int64_t)(n_iter_ - 1) * base_n);
   blocks_.clear();

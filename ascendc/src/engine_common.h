@@ -12,12 +12,12 @@
 #include "tbex/ascendc/types.h"
 #include "tbex/dtype.h"
 #include "tbex/errors.h"
+#include "tbex/group_dict.h"
 #include "tbex/kernel.h"
 #include "tbex/problem.h"
 
 namespace tbex::ascendc::detail {
 
-inline int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /** Floor division for a possibly negative numerator. */
 inline int64_t floor_div64(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 

@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -88,12 +89,9 @@ void run_core(Launch& launch, int64_t idx, int64_t cores, const std::function<vo
   t_launch = &launch;
   launch.acquire();
   try {
-    if (serial) {
-      SerialScope s;
-      body();
-    } else {
-      body();
-    }
+    std::optional<SerialScope> one_thread;
+    if (serial) one_thread.emplace();
+    body();
   } catch (const LaunchAborted&) {
   } catch (...) {
     launch.fail(std::current_exception());

@@ -15,7 +15,7 @@
 
 namespace ConvBackpropApi {
 namespace {
-using tbex::ascendc::detail::ceil_div64;
+using tbex::ceil_div;
 
 struct Failure {
   std::string message;
@@ -85,7 +85,7 @@ int64_t choose_rows(int64_t rows_total, const std::function<int64_t(int64_t)>& t
   constexpr double kMinTaskMs = 0.05;  // a task below this is mostly call overhead
   int64_t rows = rows_total;
   while (rows > 1 && tasks(rows) < want_tasks) {
-    const int64_t next = ceil_div64(rows, 2);
+    const int64_t next = ceil_div(rows, 2);
     if (predicted_ms(next) < kMinTaskMs) break;
     rows = next;
   }
@@ -127,7 +127,7 @@ void fill_filter(const ConvBpTilingInput& in, TConv3DBpFilterTiling& t, Conv3DBp
 
   t = TConv3DBpFilterTiling{};
   fill_geometry(t, g);
-  t.cin1G = ceil_div64(g.cin, 16); t.cout1G = ceil_div64(g.cout, 16);
+  t.cin1G = ceil_div(g.cin, 16); t.cout1G = ceil_div(g.cout, 16);
   t.channelSize = 16;
   t.al0Pbuffer = t.bl0Pbuffer = t.cl0Pbuffer = t.al1Pbuffer = t.bl1Pbuffer = 1;
   t.m0 = 16; t.k0 = 16; t.n0 = 16;
@@ -148,7 +148,7 @@ void fill_filter(const ConvBpTilingInput& in, TConv3DBpFilterTiling& t, Conv3DBp
     return predict(tbex::make_problem(tbex::OpKind::kBackpropFilter, l, dt, tbex::DType::kFloat32));
   };
   const int64_t rows = choose_rows(
-      g.out[1], [&](int64_t r) { return slices * ceil_div64(g.out[1], r); }, local);
+      g.out[1], [&](int64_t r) { return slices * ceil_div(g.out[1], r); }, local);
   t.singleCoreCout = m;
   t.singleCoreCin = (uint64_t)t.cin1G * 16;
   t.singleCoreHo = rows;
@@ -217,7 +217,7 @@ void fill_input(const ConvBpTilingInput& in, TConv3DBackpropInputTiling& t) {
 
   t = TConv3DBackpropInputTiling{};
   fill_geometry(t, g);
-  t.cout1 = ceil_div64(g.cout, 16); t.cin1 = ceil_div64(g.cin, 16);
+  t.cout1 = ceil_div(g.cout, 16); t.cin1 = ceil_div(g.cin, 16);
   t.cout1G = t.cout1; t.cin1G = t.cin1;
   t.c0 = 16; t.c0Bits = 4;
   t.backpropPadTail = bp_tail[0]; t.backpropPadUp = bp_head[1]; t.backpropPadDown = bp_tail[1];
@@ -249,7 +249,7 @@ void fill_input(const ConvBpTilingInput& in, TConv3DBackpropInputTiling& t) {
     return predict(tbex::make_problem(tbex::OpKind::kBackpropInput, l, dt, res));
   };
   const int64_t rows = choose_rows(
-      g.in[1], [&](int64_t r) { return slices * ceil_div64(g.in[1], r); }, local);
+      g.in[1], [&](int64_t r) { return slices * ceil_div(g.in[1], r); }, local);
   t.singleCoreM = (uint64_t)rows * g.in[2];
   t.baseM = (uint32_t)std::min<uint64_t>(t.singleCoreM, 256);
   t.baseN = std::min<int64_t>((int64_t)t.cin1 * 16, 128);

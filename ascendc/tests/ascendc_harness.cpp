@@ -62,6 +62,12 @@ void oracle(const Geo& g, const Operands& o, std::vector<double>* dw, std::vecto
 }
 
 namespace {
+size_t count(const std::vector<int64_t>& shape) {
+  size_t c = 1;
+  for (int64_t v : shape) c *= (size_t)v;
+  return c;
+}
+
 tbex::Dims5 dims(int64_t a, int64_t b, const int64_t* c) { return {a, b, c[0], c[1], c[2]}; }
 
 template <class Tiler>
@@ -106,7 +112,6 @@ std::vector<float> run_dw(const Geo& g, const Operands& o, int64_t block_dim, co
   if (tw.single_ho) t.singleCoreHo = tw.single_ho;
   if (used) *used = t;
   const auto xs = tbex::shape_6hd(dims(g.n, g.cin, g.in)), dys = tbex::shape_6hd(dims(g.n, g.cout, g.out));
-  auto count = [](const std::vector<int64_t>& s) { int64_t c = 1; for (auto v : s) c *= v; return (size_t)c; };
   Gm x(count(xs) * 2), dy(count(dys) * 2), tiling(sizeof(td)), ws(64);
   const auto xb = to_bits<T>(o.x), dyb = to_bits<T>(o.dy);
   tbex::ncdhw_to_6hd(xb.data(), x.p, dims(g.n, g.cin, g.in), 2);
@@ -139,7 +144,6 @@ std::vector<float> run_dx(const Geo& g, const Operands& o, int64_t block_dim, co
   if (tw.single_m_rows) t.singleCoreM = (uint64_t)tw.single_m_rows * t.wi;
   if (used) *used = t;
   const auto dys = tbex::shape_6hd(dims(g.n, g.cout, g.out)), dxs = tbex::shape_6hd(dims(g.n, g.cin, g.in));
-  auto count = [](const std::vector<int64_t>& s) { int64_t c = 1; for (auto v : s) c *= v; return (size_t)c; };
   const tbex::Dims5 wd{g.cout, g.cin, g.k[0], g.k[1], g.k[2]};
   Gm w(count(tbex::shape_fz3d(wd, 1)) * 2), dy(count(dys) * 2), dx(count(dxs) * 2), tiling(sizeof(td)), ws(64);
   const auto wb = to_bits<T>(o.w), dyb = to_bits<T>(o.dy);

@@ -11,14 +11,13 @@ namespace pyb = pybind11;
 namespace tbex::py {
 namespace {
 
-#define TBEX_PY_FIELD(type, name) d[#name] = (uint64_t)t.name;
+// Each field by its CANN name (pybind casts its own integer type).
+#define TBEX_PY_FIELD(type, name) d[#name] = t.name;
 pyb::dict dw_fields(const TConv3DBpFilterTiling& t) {
   pyb::dict d;
   TBEX_ASCENDC_DW_TILING_FIELDS(TBEX_PY_FIELD)
   return d;
 }
-#undef TBEX_PY_FIELD
-#define TBEX_PY_FIELD(type, name) d[#name] = (int64_t)t.name;
 pyb::dict dx_fields(const TConv3DBackpropInputTiling& t) {
   pyb::dict d;
   TBEX_ASCENDC_DX_TILING_FIELDS(TBEX_PY_FIELD)
