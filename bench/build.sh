@@ -17,7 +17,7 @@ CXX="${CXX:-g++}"
 mkdir -p "$BUILD"
 
 echo "[build.sh] peak" >&2
-"$CXX" -O2 -mavx512f -mfma -pthread "$HERE/peak.cpp" -o "$BUILD/peak"
+"$CXX" -O2 -pthread "$HERE/peak.cpp" -o "$BUILD/peak"
 
 compile_bench() {  # $1 = oneDNN root, $2 = output
     # --disable-new-dtags: DT_RPATH also applies to libdnnl's own dependencies (tbb, sycl, ...).

@@ -1,14 +1,16 @@
 // peak: measured FP32 FMA throughput of this machine, in GFLOP/s, for given thread counts.
 //
-//   g++ -O2 -mavx512f -mfma -pthread peak.cpp -o peak
+//   g++ -O2 -pthread peak.cpp -o peak
 //   ./peak 1 2        -> one JSON line per thread count
 //   ./peak -q 2       -> quick probe (~0.2 s): is the machine giving us 2 full cores right now?
 //                        (reports the mean of its trials, not the best: on a shared host the
 //                        second vCPU may sit on the first one's SMT sibling or be time-sliced)
 //
-// Each thread runs chains of 512-bit FMAs on NACC independent accumulators (enough to cover
-// FMA latency x FMA ports on current cores: 4 cycles x 2 ports = 8 needed, we use 16).
-// One FMA on 16 floats counts as 32 FLOPs. Result = best of several trials.
+// Each thread runs chains of FMAs of the widest vector the CPU has (512-bit with AVX-512, else
+// 256-bit AVX2 + FMA, chosen at run time) on NACC independent accumulators (enough to cover FMA
+// latency x FMA ports on current cores: 4 cycles x 2 ports = 8 needed, we use 16 on AVX-512 and
+// 12 on AVX2, whose 16 registers also hold the two operands). One FMA on L floats counts as 2L
+// FLOPs. Result = best of several trials.
 
 #include <immintrin.h>
 
@@ -28,22 +30,49 @@
 
 namespace {
 
-constexpr int NACC = 16;
+constexpr int NACC512 = 16, NACC256 = 12;
 
-// Runs `iters` rounds of NACC independent FMAs; returns a value depending on all of them so the
+// Runs `iters` rounds of independent FMAs; returns a value depending on all of them so the
 // work cannot be removed.
-__attribute__((noinline)) float fma_chain(long iters, float seed) {
+__attribute__((noinline, target("avx512f,fma"))) float fma_chain512(long iters, float seed) {
     __m512 a = _mm512_set1_ps(0.999999f);
     __m512 b = _mm512_set1_ps(1e-6f * seed);
-    __m512 acc[NACC];
-    for (int i = 0; i < NACC; ++i) acc[i] = _mm512_set1_ps(seed + 0.001f * i);
+    __m512 acc[NACC512];
+    for (int i = 0; i < NACC512; ++i) acc[i] = _mm512_set1_ps(seed + 0.001f * i);
     for (long it = 0; it < iters; ++it) {
 #pragma GCC unroll 16
-        for (int i = 0; i < NACC; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+        for (int i = 0; i < NACC512; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
     }
     __m512 s = acc[0];
-    for (int i = 1; i < NACC; ++i) s = _mm512_add_ps(s, acc[i]);
+    for (int i = 1; i < NACC512; ++i) s = _mm512_add_ps(s, acc[i]);
     return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((noinline, target("avx2,fma"))) float fma_chain256(long iters, float seed) {
+    __m256 a = _mm256_set1_ps(0.999999f);
+    __m256 b = _mm256_set1_ps(1e-6f * seed);
+    __m256 acc[NACC256];
+    for (int i = 0; i < NACC256; ++i) acc[i] = _mm256_set1_ps(seed + 0.001f * i);
+    for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+        for (int i = 0; i < NACC256; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+    }
+    __m256 s = acc[0];
+    for (int i = 1; i < NACC256; ++i) s = _mm256_add_ps(s, acc[i]);
+    alignas(32) float v[8];
+    _mm256_store_ps(v, s);
+    float r = 0;
+    for (float x : v) r += x;
+    return r;
+}
+
+const bool kHas512 = __builtin_cpu_supports("avx512f");
+
+/** FLOPs of one round of fma_chain (all accumulators, 2 per lane). */
+double flops_per_round() { return kHas512 ? NACC512 * 32.0 : NACC256 * 16.0; }
+
+float fma_chain(long iters, float seed) {
+    return kHas512 ? fma_chain512(iters, seed) : fma_chain256(iters, seed);
 }
 
 double now_s() {
@@ -93,6 +122,10 @@ double trial(int nthreads, long iters, volatile float *sink) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+        std::fprintf(stderr, "peak: this CPU has neither AVX-512 nor AVX2 + FMA\n");
+        return 2;
+    }
     std::vector<int> counts;
     bool quick = false;
     for (int i = 1; i < argc; ++i) {
@@ -120,7 +153,7 @@ int main(int argc, char **argv) {
             sum += tk;
         }
         if (quick) best = sum / trials;  // mean time for the probe
-        double flops = (double)n * iters * NACC * 32.0;
+        double flops = (double)n * iters * flops_per_round();
         std::printf("{\"threads\":%d,\"gflops\":%.2f,\"gflops_per_thread\":%.2f,\"sec\":%.4f}\n",
                     n, flops / best / 1e9, flops / best / 1e9 / n, best);
     }

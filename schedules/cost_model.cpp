@@ -50,11 +50,19 @@ bool has_bf16_dot(const Halide::Target& target) {
          target.has_feature(Halide::Target::AVX512_SapphireRapids);
 }
 
+int tile_accumulators(const Halide::Target& target, int operands) {
+  if (target.has_feature(Halide::Target::AVX512)) return 16;
+  const int w = std::max(1, 16 / std::max(1, target.natural_vector_size<float>()));
+  return std::max(1, (16 - 1) / w - operands);
+}
+
 Machine Machine::of(const Halide::Target& target) {
   Machine m;
   m.lanes = std::max(1, target.natural_vector_size<float>());
   m.vregs = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
-  m.usable_vregs = m.vregs - 2;
+  // AVX2's register tiles use the whole file: a broadcast ymm serves two FMAs and dies (the
+  // 6 x 2-ymm dX tile + 2 weight rows + 1 broadcast compiled without spills).
+  m.usable_vregs = target.has_feature(Halide::Target::AVX512) ? m.vregs - 2 : m.vregs;
   // Without AVX-512 the same two FMA pipes process half the lanes; cycles stay the unit.
   // The host's cache sizes, read once (every estimate asks).
   static const std::array<int64_t, 3> caches = [] {

@@ -20,7 +20,6 @@ namespace {
 using namespace Halide;
 
 constexpr int kMaxValidCin = 8;  ///< beyond this, dw_tiled's c0 lanes are mostly useful
-constexpr int kMaxAcc = 16;      ///< zmm accumulators per register tile (more spill)
 constexpr int64_t kMaxRootXsBytes = int64_t(64) << 20;  ///< staged x held whole up to this
 
 struct FewCinTiles {
@@ -34,19 +33,19 @@ struct FewCinTiles {
   int64_t tiles = 1;
 };
 
-FewCinTiles choose_tiles(const Problem& p, int threads) {
+FewCinTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   FewCinTiles t;
   t.cv = cin_valid(p);
   // Per reduction point a tile loads nv dy vectors and broadcasts cv*kwt x values for
-  // cv*nv*kwt FMAs: take the fewest loads per FMA within the accumulator budget.
+  // cv*nv*kwt FMAs: take the fewest loads per FMA within the accumulators the target holds.
   const int nblocks = (int)(p.group.cout_g / 16);
   double best = 1e9;
   for (int nv = 1; nv <= nblocks; ++nv) {
     if (nblocks % nv) continue;
     for (int kwt = 1; kwt <= g.kernel[2]; ++kwt) {
       const int accs = t.cv * nv * kwt;
-      if (g.kernel[2] % kwt || accs > kMaxAcc) continue;
+      if (g.kernel[2] % kwt || accs > tile_accumulators(ctx.target, nv)) continue;
       const double cost = double(nv + t.cv * kwt) / accs;
       if (cost < best) best = cost, t.nv = nv, t.kwt = kwt;
     }
@@ -76,7 +75,7 @@ class DwCoutLanes final : public DwSchedule {
     return dw_accumulator_why_not(p);
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    const FewCinTiles t = choose_tiles(p, ctx.threads);
+    const FewCinTiles t = choose_tiles(p, ctx);
     std::ostringstream s;
     s << "register tile " << t.cv << "c0 x " << t.kwt << "kw x " << 16 * t.nv << "n (n in lanes), "
       << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
@@ -88,7 +87,7 @@ class DwCoutLanes final : public DwSchedule {
   }
 
   Estimate estimate(const Problem& p, const Context& ctx) const override {
-    const FewCinTiles t = choose_tiles(p, ctx.threads);
+    const FewCinTiles t = choose_tiles(p, ctx);
     const ConvGeometry& g = p.geo;
     LoopNest n;
     n.threads = ctx.threads;
@@ -117,7 +116,7 @@ class DwCoutLanes final : public DwSchedule {
   }
 
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
-    const FewCinTiles t = choose_tiles(p, ctx.threads);
+    const FewCinTiles t = choose_tiles(p, ctx);
     const Var c0 = a.c0, n = a.n, kw = a.kw;
     a.acc.bound(c0, 0, t.cv).bound(n, 0, (int)p.group.cout_g);
     DwReduction red = split_dw_reduction(a.acc, a.r, p, t.parts, t.ch);

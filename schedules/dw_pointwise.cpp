@@ -22,7 +22,6 @@ namespace {
 
 using namespace Halide;
 
-constexpr int kMaxAcc = 16;  ///< zmm accumulators per tile (beyond, Halide's code spilled)
 
 struct PwTiles {
   int ct = 1;     ///< input blocks (c1g) per register tile
@@ -37,15 +36,17 @@ const TileSpace& space() {
   return s;
 }
 
-/** The register tile with the fewest loads per FMA within kMaxAcc accumulators (ties: more
- * output channels, whose broadcasts share a cache line). */
-void choose_register_tile(const Problem& p, PwTiles& t) {
+/** The register tile with the fewest loads per FMA within the accumulators the target holds
+ * (tile_accumulators; ties: more output channels, whose broadcasts share a cache line). A
+ * 16-lane block is w machine vectors (AVX2: 2), each loaded and FMA'd; a broadcast serves all. */
+void choose_register_tile(const Problem& p, const Halide::Target& target, PwTiles& t) {
+  const int w = std::max(1, 16 / std::max(1, target.natural_vector_size<float>()));
   double best = 1e9;
-  for (int ct = 1; ct <= kMaxAcc; ++ct) {
+  for (int ct = 1; ct <= 16; ++ct) {
     if (p.group.cin1_g % ct) continue;
-    for (int nt = kMaxAcc / ct; nt >= 1; --nt) {
+    for (int nt = tile_accumulators(target, ct) / ct; nt >= 1; --nt) {
       if (p.group.cout_g % nt) continue;
-      const double cost = double(ct + nt) / (ct * nt);
+      const double cost = double(ct * w + nt) / (ct * nt * w);
       if (cost < best - 1e-9) best = cost, t.ct = ct, t.nt = nt;
       break;  // the largest nt for this ct is its best
     }
@@ -55,7 +56,7 @@ void choose_register_tile(const Problem& p, PwTiles& t) {
 PwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   PwTiles t;
-  choose_register_tile(p, t);
+  choose_register_tile(p, ctx.target, t);
   // A chunk's x and dy panels (every block of both) in half the L2, at least ~256 positions
   // per tile visit to amortize loading and storing the accumulators.
   const int64_t row_bytes = g.out[2] * 64 * (p.group.cin1_g * p.group.real_g + g.cout1());
@@ -130,7 +131,14 @@ class DwPointwise final : public DwSchedule {
     own.variant = "";
     const PwTiles d = choose_tiles(p, own);
     std::vector<PwTiles> list{d};
-    for (auto [ct, nt] : {std::pair{2, 8}, {1, 16}, {8, 2}, {4, 6}, {2, 12}}) {
+    // AVX-512: tiles of 16 accumulators and two of 24 (spilling, for the tuner); elsewhere
+    // the most accumulators the target holds per block count.
+    std::vector<std::pair<int, int>> shapes{{2, 8}, {1, 16}, {8, 2}, {4, 6}, {2, 12}};
+    if (!ctx.target.has_feature(Target::AVX512)) {
+      shapes.clear();
+      for (int ct : {1, 2, 4}) shapes.push_back({ct, std::max(1, tile_accumulators(ctx.target, ct) / ct)});
+    }
+    for (auto [ct, nt] : shapes) {
       PwTiles t = d;
       t.ct = largest_divisor_upto(p.group.cin1_g, ct), t.nt = largest_divisor_upto(p.group.cout_g, nt);
       list.push_back(t);

@@ -67,9 +67,18 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
                     "staging does not dominate");
   }
   const int64_t rows = rows_of(p, t.pair);
-  t.kwt = largest_divisor_upto(g.kernel[2], 3);
-  // 12-16 zmm accumulators run best (more spill): 4n x 3kw, 8n x 2kw or 16n x 1kw.
-  t.nt = t.kwt == 3 ? 4 : t.kwt == 2 ? 8 : 16;
+  if (ctx.target.has_feature(Target::AVX512)) {
+    t.kwt = largest_divisor_upto(g.kernel[2], 3);
+    // 12-16 zmm accumulators run best (more spill): 4n x 3kw, 8n x 2kw or 16n x 1kw.
+    t.nt = t.kwt == 3 ? 4 : t.kwt == 2 ? 8 : 16;
+  } else {
+    // Narrower files (AVX2: two ymm per 16 lanes): the kw taps whose tile holds the most
+    // accumulators beside its kwt x rows (6n x 1kw there; nt divides cout_g).
+    for (int kwt = 3, most = 0; kwt >= 1; --kwt) {
+      const int nt = largest_divisor_upto(p.group.cout_g, tile_accumulators(ctx.target, kwt) / kwt);
+      if (g.kernel[2] % kwt == 0 && nt * kwt > most) most = nt * kwt, t.kwt = kwt, t.nt = nt;
+    }
+  }
   // ~512 reduction points per chunk amortize loading/storing the tile, and a chunk's x/dy rows
   // fit in L2.
   t.ch = largest_divisor_upto(rows, std::max<int64_t>(1, 512 / g.out[2] / t.pair));
@@ -106,8 +115,8 @@ std::string key_of(const Problem& p, const DwTiles& t) {
   return space().key(f);
 }
 
-/** "" (the own choice) first, then register tiles of at most 16 accumulators (nt x kwt) and
- * each with a narrower one, the row chunk halved and doubled, and the other reduction split. */
+/** "" (the own choice) first, then register tiles of the most accumulators (nt x kwt) the
+ * target holds without spills (tile_accumulators) and each with half as many, the row chunk halved and doubled, and the other reduction split. */
 std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   Context own = ctx;
   own.variant = "";
@@ -116,7 +125,9 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   std::vector<DwTiles> list{d};
   for (int kwt = 3; kwt >= 1; --kwt) {
     if (g.kernel[2] % kwt != 0) continue;
-    for (int acc : {16, 8}) {
+    const int most = tile_accumulators(ctx.target, kwt);
+    for (int acc : {most, most / 2}) {
+      if (acc < kwt) continue;
       DwTiles t = d;
       t.kwt = kwt, t.nt = largest_divisor_upto(p.group.cout_g, acc / kwt);
       list.push_back(t);

@@ -30,8 +30,12 @@ namespace {
 using namespace Halide;
 
 constexpr int kMaxValidCin = 8;  ///< beyond this, dx_tiled's c0 lanes are mostly useful
-constexpr int kRegs = 32;        ///< zmm registers: accumulators + cv weights + 1 dy vector
-constexpr int kMaxAcc = 24;      ///< accumulators per register tile
+/** 16-lane vectors the register file holds: accumulators + cv weights + 1 dy vector (32 zmm;
+ * AVX2's 16 ymm hold 8), and the accumulators per register tile (AVX-512: 24). */
+int regs_of(const Halide::Target& t) {
+  return t.has_feature(Halide::Target::AVX512) ? 32 : 16 * std::max(1, t.natural_vector_size<float>()) / 16;
+}
+int max_acc_of(const Halide::Target& t) { return regs_of(t) * 3 / 4; }
 constexpr int kMaxUnrollKw = 11; ///< kw taps unrolled by default up to this
 
 const TileSpace& space() {
@@ -46,20 +50,20 @@ struct Tiles {
 
 /** Most accumulators (cv * qt) that fit the registers with the weight vectors a step keeps
  * (kwu: cv per active kw tap, else cv) and one dy vector. */
-int qt_max(const Problem& p, int kwu) {
-  const int cv = cin_valid(p);
+int qt_max(const Problem& p, int kwu, const Halide::Target& target) {
+  const int cv = cin_valid(p), regs = regs_of(target);
   const int64_t taps = ceil_div(p.geo.kernel[2], p.geo.stride[2]);
-  const int wregs = kwu ? (int)std::min<int64_t>(cv * taps, 12) : cv;
+  const int wregs = kwu ? (int)std::min<int64_t>(cv * taps, regs * 3 / 8) : cv;
   return (int)std::max<int64_t>(
-      1, std::min<int64_t>({kMaxAcc / cv, (kRegs - 1 - wregs) / cv, 16, phase_extent(p, 2)}));
+      1, std::min<int64_t>({max_acc_of(target) / cv, (regs - 1 - wregs) / cv, 16, phase_extent(p, 2)}));
 }
 
 /** The schedule's own choice, then the fields `variant` sets. */
-Tiles choose_tiles(const Problem& p, const std::string& variant) {
+Tiles choose_tiles(const Problem& p, const Context& ctx, const std::string& variant) {
   const int64_t ext = phase_extent(p, 2);
   Tiles t;
   t.kwu = p.geo.kernel[2] <= kMaxUnrollKw ? 1 : 0;
-  t.qt = qt_max(p, t.kwu);
+  t.qt = qt_max(p, t.kwu, ctx.target);
   const VariantFields f = space().resolve(variant, {{"qt", &t.qt}});
   if (f.count("ord")) t.kwu = f.at("ord") == 1 ? 1 : 0;
   space().require(t.qt <= ext && (!f.count("ord") || f.at("ord") <= 2), variant,
@@ -84,7 +88,7 @@ class DxCoutLanes final : public DxSchedule {
     return "";
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    const Tiles t = choose_tiles(p, ctx.variant);
+    const Tiles t = choose_tiles(p, ctx, ctx.variant);
     std::ostringstream s;
     s << "[" << key_of(t) << "] register tile "
       << cin_valid(p) << "c0 x " << t.qt << "w x 16n (n in lanes, rfactor + horizontal sum), "
@@ -94,12 +98,12 @@ class DxCoutLanes final : public DxSchedule {
   }
   /** "" (the own choice) first, then the widest tiles and the narrowest covering a phase row in
    * as few tiles, with kw unrolled and not. */
-  std::vector<std::string> candidates(const Problem& p, const Context&) const override {
+  std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
     const int64_t ext = phase_extent(p, 2);
-    const Tiles own = choose_tiles(p, "");
+    const Tiles own = choose_tiles(p, ctx, "");
     std::vector<std::string> keys{key_of(own)};
     for (int kwu : {own.kwu, 1 - own.kwu}) {
-      const int64_t qmax = qt_max(p, kwu);
+      const int64_t qmax = qt_max(p, kwu, ctx.target);
       for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), qmax + 1, qmax * 3 / 4})
         if (qt <= ext) keys.push_back(key_of({(int)std::max<int64_t>(1, qt), kwu}));
     }
@@ -107,7 +111,7 @@ class DxCoutLanes final : public DxSchedule {
   }
 
   Estimate estimate(const Problem& p, const Context& ctx) const override {
-    const Tiles t = choose_tiles(p, ctx.variant);
+    const Tiles t = choose_tiles(p, ctx, ctx.variant);
     const ConvGeometry& g = p.geo;
     const int cv = cin_valid(p);
     const double taps_w = double(g.kernel[2]) / g.stride[2];  // active kw taps of a w phase
@@ -148,7 +152,7 @@ class DxCoutLanes final : public DxSchedule {
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
     internal_check(a.out_lanes.defined() && a.cin_valid == cin_valid(p),
                    "dx_cout_lanes: the algorithm defines no out_lanes for this problem");
-    const Tiles t = choose_tiles(p, ctx.variant);
+    const Tiles t = choose_tiles(p, ctx, ctx.variant);
     a.out = a.out_lanes;  // computes dxp, acc and wz at the valid lanes only
 
     // Staged fp32 operands: weights n-innermost (a 16-lane load per c0 and tap), dy as is.

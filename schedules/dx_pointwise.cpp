@@ -22,7 +22,6 @@ namespace {
 
 using namespace Halide;
 
-constexpr int kMaxAcc = 16;  ///< zmm accumulators per tile (24 spilled in Halide's code)
 
 struct PwTiles {
   int qt = 16;  ///< positions along w per register tile
@@ -39,17 +38,19 @@ const TileSpace& space() {
  * `most`. */
 int64_t covering(int64_t W, int64_t most) { return ceil_div(W, ceil_div(W, std::max<int64_t>(1, most))); }
 
-/** The tile with the fewest loads per FMA within kMaxAcc accumulators, positions covering a row
- * without a ragged tail (a broadcast takes a load slot also when it rides in an FMA). */
-PwTiles own_tiles(const Problem& p) {
+/** The tile with the fewest loads per FMA within the accumulators the target holds
+ * (tile_accumulators), positions covering a row without a ragged tail (a broadcast takes a load
+ * slot also when it rides in an FMA). */
+PwTiles own_tiles(const Problem& p, const Halide::Target& target) {
   const ConvGeometry& g = p.geo;
   PwTiles best;
   double best_cost = 1e9;
   for (int ct = 1; ct <= 4; ++ct) {
     if (g.cin1() % ct) continue;
     for (int ht = 1; ht <= 2; ++ht) {
-      const int64_t qt = covering(g.in[2], kMaxAcc / (ct * ht));
-      if (ht > 1 && (qt * 2 > kMaxAcc / ct || ht > g.in[1])) continue;
+      const int acc = tile_accumulators(target, ct);
+      const int64_t qt = covering(g.in[2], acc / (ct * ht));
+      if (ht > 1 && (qt * 2 > acc / ct || ht > g.in[1])) continue;
       const double pos = double(qt * ht), loads = ct + pos;
       // Wasted lanes of a ragged row count as FMAs that do nothing.
       const double useful = double(g.in[2]) / (qt * ceil_div(g.in[2], qt));
@@ -60,8 +61,8 @@ PwTiles own_tiles(const Problem& p) {
   return best;
 }
 
-PwTiles choose_tiles(const Problem& p, const std::string& variant) {
-  PwTiles t = own_tiles(p);
+PwTiles choose_tiles(const Problem& p, const Context& ctx, const std::string& variant) {
+  PwTiles t = own_tiles(p, ctx.target);
   space().resolve(variant, {{"qt", &t.qt}, {"ht", &t.ht}, {"ct", &t.ct}});
   space().require(p.geo.cin1() % t.ct == 0 && t.qt <= p.geo.in[2] && t.ht <= p.geo.in[1],
                   variant,
@@ -87,7 +88,7 @@ class DxPointwise final : public DxSchedule {
     return "";
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    const PwTiles t = choose_tiles(p, ctx.variant);
+    const PwTiles t = choose_tiles(p, ctx, ctx.variant);
     std::ostringstream s;
     s << "[" << key_of(t) << "] register tile 16c0 x " << t.ct << "c1 x " << t.qt << "w x "
       << t.ht << "h, reduction in 16-channel blocks, "
@@ -97,13 +98,13 @@ class DxPointwise final : public DxSchedule {
   }
   /** The own choice, then tiles of each block count with positions covering a row, 1 and 2
    * rows high. */
-  std::vector<std::string> candidates(const Problem& p, const Context&) const override {
+  std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
     const ConvGeometry& g = p.geo;
-    std::vector<std::string> keys{key_of(choose_tiles(p, ""))};
+    std::vector<std::string> keys{key_of(choose_tiles(p, ctx, ""))};
     for (int ct : {1, 2, 4})
       for (int ht : {1, 2}) {
         if (g.cin1() % ct || ht > g.in[1]) continue;
-        const int most = kMaxAcc / (ct * ht);
+        const int most = std::max(1, tile_accumulators(ctx.target, ct) / (ct * ht));
         for (int64_t qt : {covering(g.in[2], most), std::min<int64_t>(most, g.in[2])})
           keys.push_back(key_of({(int)qt, ht, ct}));
       }
@@ -111,7 +112,7 @@ class DxPointwise final : public DxSchedule {
   }
 
   Estimate estimate(const Problem& p, const Context& ctx) const override {
-    const PwTiles t = choose_tiles(p, ctx.variant);
+    const PwTiles t = choose_tiles(p, ctx, ctx.variant);
     const ConvGeometry& g = p.geo;
     const int pos = t.qt * t.ht;
     LoopNest n;
@@ -139,7 +140,7 @@ class DxPointwise final : public DxSchedule {
   }
 
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
-    const PwTiles t = choose_tiles(p, ctx.variant);
+    const PwTiles t = choose_tiles(p, ctx, ctx.variant);
     const Var c0 = a.c0, c1 = a.c1;
     Var wo("wo"), wi("wi"), ho("ho"), hi("hi"), c1o("c1o"), c1i("c1i"), t1("t1"), par("par");
     stage_root(a.wz, c0, 0, {a.kd, a.g}, {"t1"});

@@ -60,7 +60,10 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
                           double(g.kernel[0]) * g.kernel[1] / (g.stride[0] * g.stride[1]);
   n.visit_bytes = w_bytes + dy_bytes;
   n.visit_footprint = (int64_t)n.visit_bytes;
-  n.chunk_footprint = int64_t(g.cin1() * 64.0 * gd.cout_g * g.kernel[0] * g.kernel[1] * g.kernel[2]) +
+  // The tiles along a row (wo innermost) share their ct blocks' weights: what they stream
+  // together is those weights and the row's dy rows (not every block's weights: the next ct
+  // blocks come once per row).
+  n.chunk_footprint = int64_t(w_bytes) +
                       int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * gd.cout_g * 4 * gd.real_g;
   n.units = g.n * phase_extent(p, 0) * g.stride[0];
   // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach), the phase

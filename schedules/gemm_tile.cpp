@@ -8,12 +8,14 @@
 namespace tbex::sched {
 namespace {
 
-/** The widest tile (positions) of ct channel blocks that runs without spills. fp32 FMA tiles:
- * at most 16 accumulators (24 spilled). bf16 pair tiles: Halide keeps every position's broadcast
- * pair live beside the accumulators and up to two weight rows, so qt * (ct + 1) + min(ct, 2)
- * must fit the 32 registers (6 x 4 compiles without a spill; 11 x 2 spilled and ran 2.4x slower). */
-int64_t max_qt(int pair, int ct) {
-  return pair == 2 ? (32 - std::min(ct, 2)) / (ct + 1) : std::max(1, 16 / ct);
+/** The widest tile (positions) of ct channel blocks that runs without spills on `target`.
+ * fp32 FMA tiles: the accumulators tile_accumulators allows beside the ct weight rows. bf16 pair
+ * tiles (AVX512_BF16 targets): Halide keeps every position's broadcast pair live beside the
+ * accumulators and up to two weight rows, so qt * (ct + 1) + min(ct, 2) must fit the 32
+ * registers (6 x 4 compiles without a spill; 11 x 2 spilled and ran 2.4x slower). */
+int64_t max_qt(int pair, int ct, const Halide::Target& target) {
+  return pair == 2 ? (32 - std::min(ct, 2)) / (ct + 1)
+                   : std::max(1, tile_accumulators(target, ct) / ct);
 }
 
 TileSpace space_of(const GemmShape& s) {
@@ -30,8 +32,13 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
   space.require(t.pair == 1 || (t.pair == 2 && s.pairs), variant,
                 "pair must be 1, or 2 for bf16 inputs with an even number of output channels "
                 "per group");
-  t.ct = largest_divisor_upto(s.blocks, 4);
-  const int64_t qmax = max_qt(t.pair, t.ct);
+  // The channel blocks (a divisor of the blocks up to 4) whose tile holds the most accumulators
+  // (ties: more blocks; AVX-512 fp32: 4, AVX2: 1, which holds 6 where 2 blocks hold 4).
+  for (int ct = 4, most = 0; ct >= 1; --ct) {
+    const int64_t acc = std::min<int64_t>(max_qt(t.pair, ct, s.target), s.row) * ct;
+    if (s.blocks % ct == 0 && acc > most) most = (int)acc, t.ct = ct;
+  }
+  const int64_t qmax = max_qt(t.pair, t.ct, s.target);
   // Covering: fewest tiles along the row, then the narrowest that still covers it in that many
   // (a row of 17 is 3 tiles of 6, not 2 of 8 and a shifted third recomputing 7 positions).
   t.qt = s.cover_row ? (int)ceil_div(s.row, ceil_div(s.row, qmax))
@@ -62,9 +69,9 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
   if (s.pairs_default) forms.insert(forms.begin(), 2);
   for (int pair : forms)
     for (int ct : cts) {
-      const int64_t qmax = std::min<int64_t>(max_qt(pair, ct), ext);
-      for (int64_t qt : {qmax, std::min<int64_t>(12 / ct, ext), std::min<int64_t>(8 / ct, ext),
-                         ceil_div(ext, ceil_div(ext, qmax))})
+      if (pair == 1 && tile_accumulators(s.target, ct) < ct) continue;  // even qt=1 spills
+      const int64_t qmax = std::min<int64_t>(max_qt(pair, ct, s.target), ext);
+      for (int64_t qt : {qmax, qmax * 3 / 4, qmax / 2, ceil_div(ext, ceil_div(ext, qmax))})
         keys.push_back(gemm_key({(int)std::max<int64_t>(1, qt), ct, pair}, s.pairs));
     }
   return TileSpace::candidates(keys, s.cap);

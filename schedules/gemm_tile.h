@@ -32,6 +32,7 @@ struct GemmShape {
   size_t cap;               ///< most candidates listed
   bool pairs = false;          ///< the algorithm has a pair form (ops::bf16_pairs): key "pair"
   bool pairs_default = false;  ///< ... and the target computes bf16 pairs natively
+  Halide::Target target;       ///< its register file bounds the tile (tile_accumulators)
 };
 
 /** The schedule's own choice, then the knob's override (only without a variant), then the
@@ -42,8 +43,8 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant);
 std::string gemm_key(const GemmTiles& t, bool pairs = false);
 
 /** "" (the own choice) first, then per CT (a divisor of the blocks up to 4; those keeping a tile
- * inside one real group first) tiles of 16, 12 and 8 accumulators, and the narrowest tile
- * covering a row in as few tiles. */
+ * inside one real group first) the widest tile without spills on the target, 3/4 and 1/2 of it,
+ * and the narrowest tile covering a row in as few tiles. */
 std::vector<std::string> gemm_candidates(const GemmShape& s);
 
 /** "[qt=..,ct=..] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products") */
@@ -70,6 +71,7 @@ class GemmTiledSchedule : public Schedule<Algorithm> {
     GemmShape s = shape(p);
     s.pairs = pairs(p);
     s.pairs_default = s.pairs && has_bf16_dot(ctx.target);
+    s.target = ctx.target;
     return s;
   }
 

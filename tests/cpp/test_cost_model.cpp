@@ -12,6 +12,7 @@
 #include <string>
 
 #include "schedules/cost_model.h"
+#include "tbex/knobs.h"
 #include "tbex/tbex.h"
 #include "tbex/tune.h"
 
@@ -113,18 +114,26 @@ TEST(CostModel, StemPrefersOutputChannelsInLanes) {
 }
 
 TEST(CostModel, PredictionsScaleWithWorkAndThreads) {
+  // The model's mechanics with its constants: a host's calibration may rightly predict less
+  // than 1.7x (on a Zen 3 its shared-L3 rate, 60% of one thread's, bounds b_c3d's dX at 1.5x;
+  // bench/RESULTS.md has what that kernel measured).
+  knobs::set("TBEX_CALIBRATE", "0");
   Conv twice = kLarge;
   twice.n *= 2;
   for (bool dx : {false, true}) {
     set_num_threads(1);
-    const double one = rank_schedules(dx ? dx_problem(kLarge) : dw_problem(kLarge))[0].ms;
+    const RankedChoice one = rank_schedules(dx ? dx_problem(kLarge) : dw_problem(kLarge))[0];
     const double big = rank_schedules(dx ? dx_problem(twice) : dw_problem(twice))[0].ms;
     set_num_threads(2);
-    const double two_threads = rank_schedules(dx ? dx_problem(kLarge) : dw_problem(kLarge))[0].ms;
-    EXPECT_GT(big / one, 1.8) << (dx ? "dX" : "dW");
-    EXPECT_LT(big / one, 2.2) << (dx ? "dX" : "dW");
-    EXPECT_GT(one / two_threads, 1.7) << (dx ? "dX" : "dW");
+    const RankedChoice two = rank_schedules(dx ? dx_problem(kLarge) : dw_problem(kLarge))[0];
+    const std::string what = std::string(dx ? "dX" : "dW") + ": 1 thread " + one.schedule + " [" +
+                             one.variant + "] " + one.detail + "; 2 threads " + two.schedule + " [" +
+                             two.variant + "] " + two.detail;
+    EXPECT_GT(big / one.ms, 1.8) << what;
+    EXPECT_LT(big / one.ms, 2.2) << what;
+    EXPECT_GT(one.ms / two.ms, 1.7) << what;
   }
+  knobs::unset("TBEX_CALIBRATE");
 }
 
 sched::LoopNest nest_with(int accumulators, int operands) {

@@ -86,8 +86,34 @@ TEST(TileSpace, CandidatesStartWithTheOwnChoiceWithoutRepeats) {
   EXPECT_TRUE(TileSpace::candidates({}, 4).empty());
 }
 
-GemmShape shape(int64_t row, int64_t blocks, bool cover) {
-  return {"gemm_demo", "TBEX_FWD_TILE", row, "the row", blocks, "the blocks", blocks, cover, 8};
+const Halide::Target kAvx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
+const Halide::Target kAvx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
+
+GemmShape shape(int64_t row, int64_t blocks, bool cover, const Halide::Target& t = kAvx512) {
+  GemmShape s{"gemm_demo", "TBEX_FWD_TILE", row, "the row", blocks, "the blocks", blocks, cover, 8};
+  s.target = t;
+  return s;
+}
+
+TEST(GemmTile, RegisterBudgetFollowsTheTarget) {
+  // AVX-512: 16 accumulators whatever the operands. AVX2: a 16-lane vector is two ymm; 15 of
+  // the 16 registers (one holds the broadcast) for operands and accumulators.
+  EXPECT_EQ(tile_accumulators(kAvx512, 1), 16);
+  EXPECT_EQ(tile_accumulators(kAvx512, 4), 16);
+  EXPECT_EQ(tile_accumulators(kAvx2, 1), 6);
+  EXPECT_EQ(tile_accumulators(kAvx2, 2), 5);
+  EXPECT_EQ(tile_accumulators(kAvx2, 7), 1);  // never below one
+  // AVX2's own choice: one block of 6 positions (12 ymm) rather than 4 blocks of one (8 ymm).
+  const GemmTiles t = choose_gemm_tiles(shape(17, 4, false, kAvx2), "");
+  EXPECT_EQ(t.ct, 1);
+  EXPECT_EQ(t.qt, 6);
+  EXPECT_EQ(choose_gemm_tiles(shape(17, 4, true, kAvx2), "").qt, 6);  // 3 tiles of 6 cover 17
+  // Every AVX2 candidate keeps (qt * ct + ct) 16-lane vectors + a broadcast in 16 ymm.
+  const GemmShape s = shape(56, 4, false, kAvx2);
+  for (const std::string& key : gemm_candidates(s)) {
+    const GemmTiles c = choose_gemm_tiles(s, key);
+    EXPECT_LE(2 * (c.qt * c.ct + c.ct) + 1, 16) << key;
+  }
 }
 
 TEST(GemmTile, OwnChoiceFillsTheAccumulatorsAndCoversTheRow) {
@@ -150,16 +176,19 @@ TEST(Toolkit, KnobReachesTheScheduleThroughThePublicApi) {
   g.n = 1, g.cin = 16, g.cout = 32, g.in = {2, 8, 8}, g.out = {2, 8, 8}, g.kernel = {1, 1, 1};
   const Problem p = make_forward_problem(g, DType::kFloat32, DType::kFloat32);
   // The cost model's detail of fwd_tiled's own choice counts the tile's vector registers:
-  // 2 blocks x 8 positions + 2 weights + 1 broadcast, or 1 x 2 + 1 + 1 under the knob.
+  // 2 blocks x 8 positions + 2 weights + 1 broadcast, or 1 x 2 + 1 + 1 under the knob (AVX-512).
   auto own_detail = [&] {
     for (const RankedChoice& r : rank_schedules(p))
       if (r.schedule == "fwd_tiled" && r.variant.empty()) return r.detail;
     return std::string("none");
   };
-  EXPECT_NE(own_detail().find("19 vregs"), std::string::npos) << own_detail();
+  // On a host without AVX-512 each 16-lane vector is two ymm: the own choice is 1 block x 4
+  // positions (two tiles cover the row of 8) + 1 weight + 1 broadcast, counted in ymm.
+  const bool avx512 = Halide::get_host_target().has_feature(Halide::Target::AVX512);
+  EXPECT_NE(own_detail().find(avx512 ? "19 vregs" : "12 vregs"), std::string::npos) << own_detail();
   {
     KnobScope k("TBEX_FWD_TILE", "2,1");
-    EXPECT_NE(own_detail().find(" 4 vregs"), std::string::npos) << own_detail();
+    EXPECT_NE(own_detail().find(avx512 ? " 4 vregs" : " 8 vregs"), std::string::npos) << own_detail();
   }
   KnobScope k("TBEX_FWD_TILE", "2;1");
   EXPECT_EQ(user_error_param([&] { schedule_candidates(p, "fwd_tiled"); }), "TBEX_FWD_TILE");
