@@ -130,7 +130,9 @@ class Goals:
         self.add(">= %.0fx oneDNN bf16 (%s)" % (
             want, "the CPU has AVX512_BF16: oneDNN uses it" if self.native_bf16
             else "no AVX512_BF16: oneDNN emulates"), len(xs) - len(below), len(xs),
-            ("geomean %.2fx" % geo) + ("; below: " + "; ".join(below) if below else ""))
+            ("geomean %.2fx" % geo) + ("; below: " + "; ".join(below) if below else "") if xs
+            else "no bf16 row with a oneDNN bf16 time (bf16 not run, or oneDNN has no bf16 "
+                 "backward on this CPU: 'unsupported')")
 
     def multiples(self):
         for (w, p), want in MULTIPLES.items():

@@ -71,6 +71,8 @@ struct RegisterTile {
   int accumulators = 1;   ///< vector accumulators
   int operands = 1;       ///< other vector registers live in a step (loaded rows, broadcasts)
   double extra_ops = 0;   ///< other vector ops per step (e.g. a conversion left in the loop)
+  double broadcasts = 0;  ///< of `loads`, the scalar broadcasts: one machine load at any width
+                          ///< (the other loads are 16-lane vectors: two ymm loads on AVX2)
 };
 
 /** A schedule's loop nest as the model sees it. */

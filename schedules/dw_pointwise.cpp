@@ -82,7 +82,7 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
   LoopNest n;
   n.threads = ctx.threads;
   // Per position: ct x vectors, nt dy broadcasts (embedded in the FMAs), ct x nt FMAs.
-  n.tile = {double(t.ct * t.nt), double(t.ct + t.nt), t.ct * t.nt, t.ct + 1, 0};
+  n.tile = {double(t.ct * t.nt), double(t.ct + t.nt), t.ct * t.nt, t.ct + 1, 0, double(t.nt)};
   n.steps_per_visit = double(t.ch * g.out[2]);
   n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
   // A visit streams ct blocks of x rows and the lines of dy holding its nt channels.

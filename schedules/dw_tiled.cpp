@@ -163,7 +163,7 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   // Per step: kwt x vectors (c0 lanes), nt dy broadcasts, nt x kwt FMAs.
   // Pair tiles keep every channel's broadcast pair live (as dx_tiled's do).
   n.tile = {double(t.nt * t.kwt), double(t.kwt + t.nt), t.nt * t.kwt,
-            t.pair == 2 ? t.kwt + t.nt : t.kwt + 1, 0};
+            t.pair == 2 ? t.kwt + t.nt : t.kwt + 1, 0, double(t.nt)};
   const int64_t tiles = ceil_div(gd.cout_g, t.nt) * ceil_div(g.kernel[2], t.kwt) * g.kernel[1] *
                         gd.cin1_g * g.kernel[0] * gd.real_g;
   // A pair step is one dot-product instruction per accumulator for two output rows.

@@ -96,8 +96,8 @@ class DxPointwise final : public DxSchedule {
       << ctx.threads << " threads";
     return s.str();
   }
-  /** The own choice, then tiles of each block count with positions covering a row, 1 and 2
-   * rows high. */
+  /** The own choice, then tiles of each block count with positions covering a row, as wide as
+   * the accumulators allow and half that, 1 and 2 rows high. */
   std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
     const ConvGeometry& g = p.geo;
     std::vector<std::string> keys{key_of(choose_tiles(p, ctx, ""))};
@@ -105,7 +105,8 @@ class DxPointwise final : public DxSchedule {
       for (int ht : {1, 2}) {
         if (g.cin1() % ct || ht > g.in[1]) continue;
         const int most = std::max(1, tile_accumulators(ctx.target, ct) / (ct * ht));
-        for (int64_t qt : {covering(g.in[2], most), std::min<int64_t>(most, g.in[2])})
+        for (int64_t qt : {covering(g.in[2], most), std::min<int64_t>(most, g.in[2]),
+                           std::max<int64_t>(1, std::min<int64_t>(most / 2, g.in[2]))})
           keys.push_back(key_of({(int)qt, ht, ct}));
       }
     return TileSpace::candidates(keys, 8);
@@ -119,7 +120,8 @@ class DxPointwise final : public DxSchedule {
     n.threads = ctx.threads;
     // Per step: ct weight vectors and pos broadcasts (a load slot each, also when ridden in
     // the FMAs with ct = 1).
-    n.tile = {double(pos * t.ct), double(t.ct + pos), pos * t.ct, t.ct + (t.ct > 1 ? pos : 1), 0};
+    n.tile = {double(pos * t.ct), double(t.ct + pos), pos * t.ct, t.ct + (t.ct > 1 ? pos : 1), 0,
+              double(pos)};
     n.steps_per_visit = double(p.group.cout_g);
     const int64_t slabs = g.n * g.in[0];
     const int64_t units = slabs * (g.cin1() / t.ct);
@@ -143,7 +145,7 @@ class DxPointwise final : public DxSchedule {
     const PwTiles t = choose_tiles(p, ctx, ctx.variant);
     const Var c0 = a.c0, c1 = a.c1;
     Var wo("wo"), wi("wi"), ho("ho"), hi("hi"), c1o("c1o"), c1i("c1i"), t1("t1"), par("par");
-    stage_root(a.wz, c0, 0, {a.kd, a.g}, {"t1"});
+    stage_dx_weights(a, p, t.ct);
     a.out.compute_root()
         .split(a.w, wo, wi, t.qt)
         .split(a.h, ho, hi, t.ht)

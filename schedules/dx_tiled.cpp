@@ -44,7 +44,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   const int spanned = gd.cin1_g >= t.ct ? 1 : (int)ceil_div(t.ct, gd.cin1_g);
   // Pair tiles keep every position's broadcast live (gemm_tile.cpp, max_qt).
   n.tile = {double(t.qt * t.ct), double(t.qt * spanned + t.ct), t.qt * t.ct,
-            t.pair == 2 ? t.qt + std::min(t.ct, 2) : t.ct + spanned, 0};
+            t.pair == 2 ? t.qt + std::min(t.ct, 2) : t.ct + spanned, 0,
+            double(t.qt * spanned)};
   // Each phase's positions run the taps of that phase only (the RDom predicate).
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
                       double(g.stride[0] * g.stride[1] * g.stride[2]);
@@ -88,7 +89,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
     stage_root(a.dysp, a.n2, 8, {a.d, a.b, a.g}, {"t2", "t1"});
     a.dysp.vectorize(a.e);
   } else {
-    stage_root(a.wz, c0, 0, {a.kd, a.g}, {"t1"});
+    stage_dx_weights(a, p, t.ct);
     stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
   }
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");

@@ -63,7 +63,8 @@ Estimate FwdTiled::estimate_tiles(const Problem& p, const Context& ctx, const Ge
   LoopNest n;
   n.threads = ctx.threads;
   // Per step (one input channel of one tap): ct weight vectors, qt x broadcasts.
-  n.tile = {double(t.qt * t.ct), double(t.qt + t.ct), t.qt * t.ct, t.ct + 1, stage_x(p) ? 0.0 : 1.0};
+  n.tile = {double(t.qt * t.ct), double(t.qt + t.ct), t.qt * t.ct, t.ct + 1, stage_x(p) ? 0.0 : 1.0,
+            double(t.qt)};
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2];
   const double cin_g = double(p.group.cout_g);  // the forward's reduction channels per group
   n.steps_per_visit = cin_g * taps;

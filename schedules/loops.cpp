@@ -20,6 +20,12 @@ void stage_root(Func f, const Var& lanes, int width, const std::vector<Var>& out
   f.parallel(fused);
 }
 
+void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct) {
+  Func wz = a.wz;  // a handle to the same Func
+  stage_root(wz, a.c0, 0, {a.kd, a.g}, {"t1"});
+  if (ct < p.group.cin1_g) wz.reorder_storage(a.c0, a.n, a.kw, a.kh, a.kd, a.c1g, a.g);
+}
+
 void register_tile(Func acc, Func owner, const Var& at, const Var& c0, const Var& pos,
                    const Var& blk, const RDom& r, bool pairs) {
   acc.compute_at(owner, at).vectorize(c0).unroll(pos).unroll(blk);

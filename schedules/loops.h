@@ -17,6 +17,13 @@ namespace tbex::sched {
 void stage_root(Halide::Func f, const Halide::Var& lanes, int width,
                 const std::vector<Halide::Var>& outer, const std::vector<std::string>& names);
 
+/** dX's fp32 weights wz (c0, c1g, n, kw, kh, kd, g) staged at root for a register tile of `ct`
+ * input blocks. With fewer blocks than a real group has, a tile reads its blocks' weights only:
+ * they are stored block-major (one block's 64-byte rows back to back) instead of one line in every
+ * cin1_g * 64 bytes, so the tiles along a row share one L2-resident stream and the rows do not
+ * alias in L1's sets (a 1 KB stride). */
+void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct);
+
 /** The GEMM register tile: `acc` computed at `at` of `owner`, its 16 c0 lanes vectorized and the
  * tile's positions `pos` and channel blocks `blk` unrolled; the update walks r (n, kw, kh, kd)
  * outside the tile. pairs: r is (e, n2, kw, kh, kd) with the pair e vectorized inside c0, an

@@ -41,6 +41,15 @@ constexpr const char* kPrelude = R"(#if defined(__GNUC__) && !defined(__clang__)
  * spill accumulators every iteration; without it the tile stays in zmm registers. */
 #pragma GCC optimize("no-tree-sra")
 #endif
+/* 16-lane vectors (the tiles' c0 lanes) on targets without AVX-512 are two registers each; g++
+ * and clang note that passing them by value between functions changes the ABI. Only the file's
+ * own internal helpers pass them, compiled together, so the note does not apply. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wunknown-warning-option"
+#endif
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 #if defined(__clang__)
 /* clang: fuse a*b + c across Halide's statements into FMAs, as LLVM-compiled Halide does. */
 #pragma clang fp contract(fast)
