@@ -48,21 +48,31 @@ struct Tiles {
   int kwu = 0;  ///< 1: kw taps unrolled inside the n-block loop (and w phases unrolled)
 };
 
+/** Weight vectors the kw-unrolled order keeps live: cv per active kw tap. */
+int64_t unrolled_wregs(const Problem& p) {
+  return cin_valid(p) * ceil_div(p.geo.kernel[2], p.geo.stride[2]);
+}
+
 /** Most accumulators (cv * qt) that fit the registers with the weight vectors a step keeps
- * (kwu: cv per active kw tap, else cv) and one dy vector. */
+ * (kwu: cv per active kw tap, else cv) and one dy vector. Without AVX-512 the FMAs read the
+ * weights from memory (two ymm per 16 lanes leave no room to keep them): only the
+ * accumulators bound the tile (stem dX on a Zen 3: qt=2 99 ms, qt=1 159 ms). */
 int qt_max(const Problem& p, int kwu, const Halide::Target& target) {
   const int cv = cin_valid(p), regs = regs_of(target);
-  const int64_t taps = ceil_div(p.geo.kernel[2], p.geo.stride[2]);
-  const int wregs = kwu ? (int)std::min<int64_t>(cv * taps, regs * 3 / 8) : cv;
+  const int wregs = kwu ? (int)std::min<int64_t>(unrolled_wregs(p), regs * 3 / 8) : cv;
+  const int free = target.has_feature(Halide::Target::AVX512) ? (regs - 1 - wregs) / cv
+                                                              : max_acc_of(target) / cv;
   return (int)std::max<int64_t>(
-      1, std::min<int64_t>({max_acc_of(target) / cv, (regs - 1 - wregs) / cv, 16, phase_extent(p, 2)}));
+      1, std::min<int64_t>({max_acc_of(target) / cv, free, 16, phase_extent(p, 2)}));
 }
 
 /** The schedule's own choice, then the fields `variant` sets. */
 Tiles choose_tiles(const Problem& p, const Context& ctx, const std::string& variant) {
   const int64_t ext = phase_extent(p, 2);
   Tiles t;
-  t.kwu = p.geo.kernel[2] <= kMaxUnrollKw ? 1 : 0;
+  // kw unrolled while its taps' weights fit beside the tile (12 of AVX-512's 32 registers; the
+  // stem's 12 do not fit AVX2's 16 ymm: unrolled it ran 167 ms, n-block loop innermost 99).
+  t.kwu = p.geo.kernel[2] <= kMaxUnrollKw && unrolled_wregs(p) <= regs_of(ctx.target) * 3 / 8 ? 1 : 0;
   t.qt = qt_max(p, t.kwu, ctx.target);
   const VariantFields f = space().resolve(variant, {{"qt", &t.qt}});
   if (f.count("ord")) t.kwu = f.at("ord") == 1 ? 1 : 0;
@@ -123,8 +133,11 @@ class DxCoutLanes final : public DxSchedule {
       // A step: one 16-channel block at one (kd, kh), every kw tap of the phase unrolled; the
       // taps share dy vectors.
       // Live besides the accumulators: the cv weights of the tap in use and the dy vectors (a
-      // tile of about 21 accumulators ran fastest on the stem).
-      n.tile = {cv * t.qt * taps_w, t.qt + taps_w - 1 + cv * taps_w, cv * t.qt, cv + 2, 0};
+      // tile of about 21 accumulators ran fastest on the stem, AVX-512). On AVX2 every unrolled
+      // tap's weights stay live and spill (stem: 167 ms unrolled, 99 ms with n innermost).
+      const int live = ctx.target.has_feature(Halide::Target::AVX512) ? cv + 2
+                                                                      : (int)unrolled_wregs(p) + 1;
+      n.tile = {cv * t.qt * taps_w, t.qt + taps_w - 1 + cv * taps_w, cv * t.qt, live, 0};
       n.steps_per_visit = blocks * taps_dh;
     } else {
       n.tile = {double(cv * t.qt), double(t.qt + cv), cv * t.qt, cv + 1, 0};
