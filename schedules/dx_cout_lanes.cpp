@@ -140,7 +140,9 @@ class DxCoutLanes final : public DxSchedule {
       n.tile = {cv * t.qt * taps_w, t.qt + taps_w - 1 + cv * taps_w, cv * t.qt, live, 0};
       n.steps_per_visit = blocks * taps_dh;
     } else {
-      n.tile = {double(cv * t.qt), double(t.qt + cv), cv * t.qt, cv + 1, 0};
+      // AVX2's FMAs read the weights from memory (qt_max): only the dy vector stays live.
+      const int live = ctx.target.has_feature(Halide::Target::AVX512) ? cv + 1 : 1;
+      n.tile = {double(cv * t.qt), double(t.qt + cv), cv * t.qt, live, 0};
       n.steps_per_visit = blocks * taps_dh * taps_w;
     }
     const int64_t rows = g.n * g.in[0] * g.in[1] * g.cin1();

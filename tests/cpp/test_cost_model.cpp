@@ -12,6 +12,7 @@
 #include <string>
 
 #include "schedules/cost_model.h"
+#include "schedules/registry.h"
 #include "tbex/knobs.h"
 #include "tbex/tbex.h"
 #include "tbex/tune.h"
@@ -134,6 +135,38 @@ TEST(CostModel, PredictionsScaleWithWorkAndThreads) {
     EXPECT_GT(one.ms / two.ms, 1.7) << what;
   }
   knobs::unset("TBEX_CALIBRATE");
+}
+
+TEST(CostModel, OwnTilesFitTheTargetsRegisterFile) {
+  // The schedules' own tiles for an AVX2 target (16 ymm, two per 16-lane vector) need no more
+  // registers than the file holds; for AVX-512 they stay the tiles measured there.
+  const Halide::Target avx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
+  const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
+  const Conv k1x1{2, 256, 8, 28, 28, 64, {1, 1, 1}, {1, 1, 1}, 0};
+  const std::vector<std::pair<Problem, const sched::DwSchedule*>> dws{
+      {dw_problem(kLarge), sched::dw_tiled_schedule()},
+      {dw_problem(k1x1), sched::dw_pointwise_schedule()},
+      {dw_problem(kStem), sched::dw_cout_lanes_schedule()}};
+  const std::vector<std::pair<Problem, const sched::DxSchedule*>> dxs{
+      {dx_problem(kLarge), sched::dx_tiled_schedule()},
+      {dx_problem(k1x1), sched::dx_pointwise_schedule()},
+      {dx_problem(kStem), sched::dx_cout_lanes_schedule()}};
+  auto check = [&](const Problem& p, const auto* s) {
+    ASSERT_EQ(s->why_not(p), "") << s->name();
+    const sched::Context ctx{avx2, 1, ""};
+    const sched::Estimate e = s->estimate(p, ctx);
+    EXPECT_LE(e.registers, 16) << s->name() << ": " << s->describe(p, ctx);
+    EXPECT_GE(e.registers, 8) << s->name() << " leaves the file half empty: " << s->describe(p, ctx);
+  };
+  for (const auto& [p, s] : dws) check(p, s);
+  for (const auto& [p, s] : dxs) check(p, s);
+  const sched::Context wide{avx512, 1, ""};
+  EXPECT_NE(sched::dw_tiled_schedule()->describe(dw_problem(kLarge), wide).find("16c0 x 4n x 3kw"),
+            std::string::npos);
+  EXPECT_NE(sched::dx_tiled_schedule()->describe(dx_problem(kLarge), wide).find("[qt=4,ct=4]"),
+            std::string::npos);
+  EXPECT_NE(sched::dx_tiled_schedule()->describe(dx_problem(kLarge), {avx2, 1, ""}).find("[qt=6,ct=1]"),
+            std::string::npos);
 }
 
 sched::LoopNest nest_with(int accumulators, int operands) {
