@@ -1,10 +1,16 @@
 #include "schedules/calibrate.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "support/files.h"
 #include "tbex/errors.h"
@@ -63,6 +69,57 @@ WidthRates rates_of(const json::Value& v, const std::string& path) {
 const char* const kLevels[4] = {"L1", "L2", "L3", "DRAM"};
 
 }  // namespace
+
+namespace {
+
+std::string first_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+/** "32K", "512K", "32768K", "1M" (sysfs cache sizes) -> bytes; 0 when not a size. */
+int64_t parse_cache_size(const std::string& s) {
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (end == s.c_str() || v <= 0) return 0;
+  const char unit = *end;
+  return unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : unit == 'G' ? v << 30 : unit == 0 ? v : 0;
+}
+
+/** CPUs in a sysfs list such as "0-1,4,6-7". */
+int count_cpu_list(const std::string& list) {
+  int n = 0;
+  std::stringstream ss(list);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    int a = 0, b = 0;
+    if (std::sscanf(part.c_str(), "%d-%d", &a, &b) == 2 && b >= a) n += b - a + 1;
+    else if (std::sscanf(part.c_str(), "%d", &a) == 1) n += 1;
+  }
+  return n;
+}
+
+}  // namespace
+
+CacheInfo host_cache(int level) {
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string lv = first_line(dir + "level");
+    if (lv.empty()) break;
+    if (std::atoi(lv.c_str()) != level || first_line(dir + "type") == "Instruction") continue;
+    if (const int64_t bytes = parse_cache_size(first_line(dir + "size")); bytes > 0)
+      return {bytes, std::max(1, count_cpu_list(first_line(dir + "shared_cpu_list")))};
+  }
+  if (level < 1 || level > 3) return {};
+  const int name = level == 1   ? _SC_LEVEL1_DCACHE_SIZE
+                   : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                                : _SC_LEVEL3_CACHE_SIZE;
+  const long v = sysconf(name);
+  const int cpus = (int)std::max(1u, std::thread::hardware_concurrency());
+  return {v > 0 ? int64_t(v) : 0, level == 3 ? cpus : 1};
+}
 
 std::string host_key() {
   static const std::string key = cpuinfo("model name") + " | " + isa_flags();

@@ -34,6 +34,16 @@ struct Calibration {
   double seconds = 0;              ///< how long the suite took
 };
 
+/** The host's data (or unified) cache of `level` (1-3): its bytes, and how many logical CPUs
+ * share it. Read from Linux's /sys/devices/system/cpu/cpu0/cache (what lscpu shows); else
+ * sysconf's size, taken as shared by every CPU for level 3 (glibc's sysconf reads 256 MB of L3
+ * on a KVM guest whose /sys and lscpu say 32 MB). {0, 1} when neither knows. */
+struct CacheInfo {
+  int64_t bytes = 0;
+  int sharing = 1;
+};
+CacheInfo host_cache(int level);
+
 /** "model name" + ISA flags: a stored calibration with another key is re-measured. */
 std::string host_key();
 

@@ -2,14 +2,12 @@
 
 #include "schedules/calibrate.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <thread>
 
 namespace tbex::sched {
 namespace {
@@ -64,17 +62,13 @@ Machine Machine::of(const Halide::Target& target) {
   // 6 x 2-ymm dX tile + 2 weight rows + 1 broadcast compiled without spills).
   m.usable_vregs = target.has_feature(Halide::Target::AVX512) ? m.vregs - 2 : m.vregs;
   // Without AVX-512 the same two FMA pipes process half the lanes; cycles stay the unit.
-  // The host's cache sizes, read once (every estimate asks).
+  // The host's cache sizes per core, read once (every estimate asks); the L3 is shared.
   static const std::array<int64_t, 3> caches = [] {
     const Machine d;
-    auto cache = [](int name, int64_t fallback) {
-      const long v = sysconf(name);
-      return v > 0 ? int64_t(v) : fallback;
-    };
-    const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const CacheInfo c1 = host_cache(1), c2 = host_cache(2), c3 = host_cache(3);
     return std::array<int64_t, 3>{
-        cache(_SC_LEVEL1_DCACHE_SIZE, d.l1), cache(_SC_LEVEL2_CACHE_SIZE, d.l2),
-        std::max<int64_t>(2 << 20, cache(_SC_LEVEL3_CACHE_SIZE, d.l3 * cores) / cores)};
+        c1.bytes > 0 ? c1.bytes : d.l1, c2.bytes > 0 ? c2.bytes : d.l2,
+        std::max<int64_t>(2 << 20, c3.bytes > 0 ? c3.bytes / c3.sharing : d.l3)};
   }();
   m.l1 = caches[0], m.l2 = caches[1], m.l3 = caches[2];
   if (runs_on_host(target)) {

@@ -1,8 +1,6 @@
 // The calibration suite's kernels (schedules/calibrate.h). Inline assembly, so the compiler
 // neither folds nor reorders what is measured; each width's kernels are compiled for that ISA
 // (target attribute) and run only when the CPU has it.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -145,11 +143,6 @@ double read_bw(const char* buf, long bytes, int threads, double ghz) {
   return double(bytes) * reps / (best_of(3, run) * ghz * 1e9);
 }
 
-long cache_bytes(int name, long fallback) {
-  const long v = sysconf(name);
-  return v > 0 ? v : fallback;
-}
-
 }  // namespace
 
 Calibration measure_host() {
@@ -169,9 +162,10 @@ Calibration measure_host() {
 
   c.threads = std::max(1, num_threads());
   if (__builtin_cpu_supports("avx2")) {
-    const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
-    const long l2 = std::max(4 * l1, cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20));
-    const long l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 0);
+    const CacheInfo c1 = host_cache(1), c2 = host_cache(2);
+    const long l1 = c1.bytes > 0 ? long(c1.bytes) : 32l << 10;
+    const long l2 = std::max(4 * l1, c2.bytes > 0 ? long(c2.bytes) : 1l << 20);
+    const long l3 = long(host_cache(3).bytes);
     const long dram = std::min<long>(256l << 20, std::max<long>(64l << 20, 4 * l3));
     // One buffer, zeroed once (page faults out of the timings); levels read slices of it.
     const long total = dram + 256;

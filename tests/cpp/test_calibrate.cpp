@@ -2,6 +2,9 @@
 // re-measuring, a corrupt or foreign file re-measured, TBEX_CALIBRATE=0 keeps the constants.
 #include <unistd.h>
 
+#include <algorithm>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "schedules/calibrate.h"
@@ -76,6 +79,23 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   sched::load_or_measure(path, &measured);
   EXPECT_TRUE(measured);
   ::unlink(path.c_str());
+}
+
+TEST(CostModelCalibration, HostCachesAreOrderedAndSharedSensibly) {
+  // The data caches of this host: what lscpu reads (sysfs) where Linux has it.
+  const sched::CacheInfo l1 = sched::host_cache(1), l2 = sched::host_cache(2), l3 = sched::host_cache(3);
+  const int cpus = (int)std::max(1u, std::thread::hardware_concurrency());
+  ASSERT_GT(l1.bytes, 0);
+  EXPECT_GT(l2.bytes, l1.bytes);
+  EXPECT_GE(l1.sharing, 1);
+  EXPECT_LE(l3.sharing, std::max(cpus, 1) * 4);  // sysfs counts CPUs this container may not see
+  if (l3.bytes > 0) {
+    EXPECT_GT(l3.bytes, l2.bytes);
+    // The model's per-core L3 is the shared cache over the CPUs sharing it.
+    const sched::Machine m = sched::Machine::of(Halide::get_host_target());
+    EXPECT_EQ(m.l3, std::max<int64_t>(2 << 20, l3.bytes / l3.sharing));
+  }
+  EXPECT_EQ(sched::host_cache(7).bytes, 0);  // no such level
 }
 
 TEST(CostModelCalibration, MachineUsesItForTheHostOnly) {
