@@ -1023,6 +1023,9 @@ def main(argv=None):
     dinfo = onednn_info()
     runtime = dinfo.get("cpu_runtime", "omp")
 
+    # Compile times are cold: every kernel is compiled (its disk-cache entry rewritten), never
+    # loaded from an earlier run's cache (a second run read 7 ms "compiles").
+    os.environ.setdefault("TBEX_ALWAYS_COMPILE", "1")
     tbex_mod, tbex_err = (None, "skipped (--no-tbex)") if args.no_tbex else import_tbex()
     if tbex_err and not args.no_tbex:
         print("bench: tbex not importable: %s" % tbex_err, file=sys.stderr)
