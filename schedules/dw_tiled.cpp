@@ -116,7 +116,8 @@ std::string key_of(const Problem& p, const DwTiles& t) {
 }
 
 /** "" (the own choice) first, then register tiles of the most accumulators (nt x kwt) the
- * target holds without spills (tile_accumulators) and each with half as many, the row chunk halved and doubled, and the other reduction split. */
+ * target holds without spills (tile_accumulators) and each with half as many, the row chunk
+ * halved and doubled, and the other reduction split. */
 std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   Context own = ctx;
   own.variant = "";
