@@ -68,14 +68,10 @@ WidthRates rates_of(const json::Value& v, const std::string& path) {
 
 const char* const kLevels[4] = {"L1", "L2", "L3", "DRAM"};
 
-}  // namespace
-
-namespace {
-
-std::string first_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string s;
-  std::getline(f, s);
+/** A sysfs value: the file's text without its newline ("" when unreadable). */
+std::string sysfs(const std::string& path) {
+  std::string s = support::read_text(path);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
 
@@ -106,11 +102,11 @@ int count_cpu_list(const std::string& list) {
 CacheInfo host_cache(int level) {
   for (int i = 0; i < 16; ++i) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    const std::string lv = first_line(dir + "level");
+    const std::string lv = sysfs(dir + "level");
     if (lv.empty()) break;
-    if (std::atoi(lv.c_str()) != level || first_line(dir + "type") == "Instruction") continue;
-    if (const int64_t bytes = parse_cache_size(first_line(dir + "size")); bytes > 0)
-      return {bytes, std::max(1, count_cpu_list(first_line(dir + "shared_cpu_list")))};
+    if (std::atoi(lv.c_str()) != level || sysfs(dir + "type") == "Instruction") continue;
+    if (const int64_t bytes = parse_cache_size(sysfs(dir + "size")); bytes > 0)
+      return {bytes, std::max(1, count_cpu_list(sysfs(dir + "shared_cpu_list")))};
   }
   if (level < 1 || level > 3) return {};
   const int name = level == 1   ? _SC_LEVEL1_DCACHE_SIZE

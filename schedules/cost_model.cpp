@@ -2,7 +2,6 @@
 
 #include "schedules/calibrate.h"
 
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -48,16 +47,23 @@ bool has_bf16_dot(const Halide::Target& target) {
          target.has_feature(Halide::Target::AVX512_SapphireRapids);
 }
 
+int vector_registers(const Halide::Target& target) {
+  return target.has_feature(Halide::Target::AVX512) ? 32 : 16;
+}
+
+int vectors_per_c0(const Halide::Target& target) {
+  return std::max(1, 16 / std::max(1, target.natural_vector_size<float>()));
+}
+
 int tile_accumulators(const Halide::Target& target, int operands) {
   if (target.has_feature(Halide::Target::AVX512)) return 16;
-  const int w = std::max(1, 16 / std::max(1, target.natural_vector_size<float>()));
-  return std::max(1, (16 - 1) / w - operands);
+  return std::max(1, (vector_registers(target) - 1) / vectors_per_c0(target) - operands);
 }
 
 Machine Machine::of(const Halide::Target& target) {
   Machine m;
   m.lanes = std::max(1, target.natural_vector_size<float>());
-  m.vregs = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
+  m.vregs = vector_registers(target);
   // AVX2's register tiles use the whole file: a broadcast ymm serves two FMAs and dies (the
   // 6 x 2-ymm dX tile + 2 weight rows + 1 broadcast compiled without spills).
   m.usable_vregs = target.has_feature(Halide::Target::AVX512) ? m.vregs - 2 : m.vregs;

@@ -25,6 +25,11 @@ namespace tbex::sched {
  * avx512_zen4 and avx512_sapphirerapids targets), two products per fp32 lane and instruction. */
 bool has_bf16_dot(const Halide::Target& target);
 
+/** Architectural vector registers of `target`: 32 with AVX-512, else 16. */
+int vector_registers(const Halide::Target& target);
+/** Machine vectors one 16-lane tile vector (c0) takes: 1 with AVX-512, 2 with AVX2. */
+int vectors_per_c0(const Halide::Target& target);
+
 /** The most 16-lane accumulators an fp32 FMA register tile of `target` holds without spilling,
  * when `operands` other 16-lane vectors (loaded rows) stay live in a reduction step. AVX-512 (32
  * zmm, one per 16 lanes): 16 whatever the operands (Halide's code keeps the broadcasts live: 24

@@ -22,7 +22,6 @@ namespace {
 
 using namespace Halide;
 
-
 struct PwTiles {
   int ct = 1;     ///< input blocks (c1g) per register tile
   int nt = 16;    ///< output channels per register tile
@@ -40,7 +39,7 @@ const TileSpace& space() {
  * (tile_accumulators; ties: more output channels, whose broadcasts share a cache line). A
  * 16-lane block is w machine vectors (AVX2: 2), each loaded and FMA'd; a broadcast serves all. */
 void choose_register_tile(const Problem& p, const Halide::Target& target, PwTiles& t) {
-  const int w = std::max(1, 16 / std::max(1, target.natural_vector_size<float>()));
+  const int w = vectors_per_c0(target);
   double best = 1e9;
   for (int ct = 1; ct <= 16; ++ct) {
     if (p.group.cin1_g % ct) continue;

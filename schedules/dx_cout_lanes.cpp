@@ -32,10 +32,12 @@ using namespace Halide;
 constexpr int kMaxValidCin = 8;  ///< beyond this, dx_tiled's c0 lanes are mostly useful
 /** 16-lane vectors the register file holds: accumulators + cv weights + 1 dy vector (32 zmm;
  * AVX2's 16 ymm hold 8), and the accumulators per register tile (AVX-512: 24). */
-int regs_of(const Halide::Target& t) {
-  return t.has_feature(Halide::Target::AVX512) ? 32 : 16 * std::max(1, t.natural_vector_size<float>()) / 16;
-}
+int regs_of(const Halide::Target& t) { return vector_registers(t) / vectors_per_c0(t); }
 int max_acc_of(const Halide::Target& t) { return regs_of(t) * 3 / 4; }
+/** Whether a tile keeps its weight vectors in registers (AVX-512). With AVX2's two ymm per 16
+ * lanes there is no room: the FMAs read the weights from memory, so only the accumulators and
+ * the dy vector are live (stem dX on a Zen 3: qt=2 99 ms, qt=1 159 ms). */
+bool keeps_weights(const Halide::Target& t) { return t.has_feature(Halide::Target::AVX512); }
 constexpr int kMaxUnrollKw = 11; ///< kw taps unrolled by default up to this
 
 const TileSpace& space() {
@@ -54,14 +56,11 @@ int64_t unrolled_wregs(const Problem& p) {
 }
 
 /** Most accumulators (cv * qt) that fit the registers with the weight vectors a step keeps
- * (kwu: cv per active kw tap, else cv) and one dy vector. Without AVX-512 the FMAs read the
- * weights from memory (two ymm per 16 lanes leave no room to keep them): only the
- * accumulators bound the tile (stem dX on a Zen 3: qt=2 99 ms, qt=1 159 ms). */
+ * (kwu: cv per active kw tap, else cv; none unless keeps_weights) and one dy vector. */
 int qt_max(const Problem& p, int kwu, const Halide::Target& target) {
   const int cv = cin_valid(p), regs = regs_of(target);
   const int wregs = kwu ? (int)std::min<int64_t>(unrolled_wregs(p), regs * 3 / 8) : cv;
-  const int free = target.has_feature(Halide::Target::AVX512) ? (regs - 1 - wregs) / cv
-                                                              : max_acc_of(target) / cv;
+  const int free = keeps_weights(target) ? (regs - 1 - wregs) / cv : max_acc_of(target) / cv;
   return (int)std::max<int64_t>(
       1, std::min<int64_t>({max_acc_of(target) / cv, free, 16, phase_extent(p, 2)}));
 }
@@ -135,13 +134,11 @@ class DxCoutLanes final : public DxSchedule {
       // Live besides the accumulators: the cv weights of the tap in use and the dy vectors (a
       // tile of about 21 accumulators ran fastest on the stem, AVX-512). On AVX2 every unrolled
       // tap's weights stay live and spill (stem: 167 ms unrolled, 99 ms with n innermost).
-      const int live = ctx.target.has_feature(Halide::Target::AVX512) ? cv + 2
-                                                                      : (int)unrolled_wregs(p) + 1;
+      const int live = keeps_weights(ctx.target) ? cv + 2 : (int)unrolled_wregs(p) + 1;
       n.tile = {cv * t.qt * taps_w, t.qt + taps_w - 1 + cv * taps_w, cv * t.qt, live, 0};
       n.steps_per_visit = blocks * taps_dh;
     } else {
-      // AVX2's FMAs read the weights from memory (qt_max): only the dy vector stays live.
-      const int live = ctx.target.has_feature(Halide::Target::AVX512) ? cv + 1 : 1;
+      const int live = keeps_weights(ctx.target) ? cv + 1 : 1;  // weights, dy vector
       n.tile = {double(cv * t.qt), double(t.qt + cv), cv * t.qt, live, 0};
       n.steps_per_visit = blocks * taps_dh * taps_w;
     }

@@ -22,7 +22,6 @@ namespace {
 
 using namespace Halide;
 
-
 struct PwTiles {
   int qt = 16;  ///< positions along w per register tile
   int ht = 1;   ///< rows per register tile
