@@ -1,6 +1,7 @@
 #include "schedules/cost_model.h"
 
 #include "schedules/calibrate.h"
+#include "tbex/amx.h"
 
 #include <algorithm>
 #include <array>
@@ -45,6 +46,11 @@ void apply(const Calibration& c, Machine& m) {
 bool has_bf16_dot(const Halide::Target& target) {
   return target.has_feature(Halide::Target::AVX512_Zen4) ||
          target.has_feature(Halide::Target::AVX512_SapphireRapids);
+}
+
+bool has_amx_bf16(const Halide::Target& target) {
+  if (!target.has_feature(Halide::Target::AVX512_SapphireRapids)) return false;
+  return !runs_on_host(target) || amx_tiles_permitted();
 }
 
 int vector_registers(const Halide::Target& target) {
@@ -101,7 +107,7 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   // One reduction step: the busiest port, or the dependency chain of an accumulator.
   double step = std::max({t.fmas / m.fma_pipes, t.loads / m.load_pipes,
                           (t.fmas + t.loads + t.extra_ops) / m.issue,
-                          m.fma_latency * t.fmas / std::max(1, t.accumulators)});
+                          m.fma_latency * t.fmas / std::max(1, t.accumulators), t.unit_cycles});
   e.registers = t.accumulators + t.operands;
   const int spilled = std::max(0, e.registers - m.usable_vregs);
   step += spilled;  // a store and a reload per spilled register and step, half a cycle each

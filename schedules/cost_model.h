@@ -25,6 +25,12 @@ namespace tbex::sched {
  * avx512_zen4 and avx512_sapphirerapids targets), two products per fp32 lane and instruction. */
 bool has_bf16_dot(const Halide::Target& target);
 
+/** Whether kernels for `target` may multiply bf16 tiles on AMX (TDPBF16PS): Halide's
+ * avx512_sapphirerapids target, whose CPUs have AMX-BF16, and, for code that runs on this host,
+ * the OS's grant of the tile state to this process (tbex/amx.h). AOT code for another machine is
+ * not asked here: its wrapper asks where it runs. */
+bool has_amx_bf16(const Halide::Target& target);
+
 /** Architectural vector registers of `target`: 32 with AVX-512, else 16. */
 int vector_registers(const Halide::Target& target);
 /** Machine vectors one 16-lane tile vector (c0) takes: 1 with AVX-512, 2 with AVX2. */
@@ -78,6 +84,8 @@ struct RegisterTile {
   double extra_ops = 0;   ///< other vector ops per step (e.g. a conversion left in the loop)
   double broadcasts = 0;  ///< of `loads`, the scalar broadcasts: one machine load at any width
                           ///< (the other loads are 16-lane vectors: two ymm loads on AVX2)
+  double unit_cycles = 0;  ///< cycles a step occupies a unit beside the vector ports (an AMX
+                           ///< tile multiply: the TMUL's throughput)
 };
 
 /** A schedule's loop nest as the model sees it. */

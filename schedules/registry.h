@@ -38,6 +38,12 @@ class Schedule {
   virtual std::string name() const = 0;
   /** "" when the schedule applies to `p`, else the reason it does not. */
   virtual std::string why_not(const Problem& p) const = 0;
+  /** "" when kernels for `target` may use the schedule, else why not (an ISA feature the target
+   * lacks). Checked beside why_not wherever a schedule is chosen. */
+  virtual std::string why_not_on(const Halide::Target&) const { return ""; }
+  /** Whether the schedule's kernels run AMX tile instructions: a process must hold the OS's tile
+   * permission before calling one (tbex/amx.h; AOT wrappers ask for it). */
+  virtual bool uses_amx_tiles() const { return false; }
   /** True for entries "auto" never picks, used only when requested by name (Halide's
    * autoschedulers: kept for comparison). */
   virtual bool by_name_only() const { return false; }
@@ -90,6 +96,7 @@ const DxSchedule* dx_diag_schedule();
 const DxSchedule* dx_cout_lanes_schedule();
 const DxSchedule* dx_pointwise_schedule();
 const DxSchedule* dx_tiled_schedule();
+const DxSchedule* dx_amx_schedule();
 const DxSchedule* dx_reference_schedule();  // reference.cpp
 const FwdSchedule* fwd_tiled_schedule();
 const FwdSchedule* fwd_reference_schedule();  // reference.cpp

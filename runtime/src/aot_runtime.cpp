@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "tbex/amx.h"
 #include "tbex/thread_pool.h"
 
 extern "C" {

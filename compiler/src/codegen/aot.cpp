@@ -110,7 +110,8 @@ void build_objects(const lower::Lowered& l, const AotOptions& o,
   const std::string kernel_o = tmp.path + "/" + o.name + "_halide.o";
   const std::string wrapper_o = tmp.path + "/" + o.name + "_wrapper.o";
   Halide::Pipeline pipe = l.pipeline;
-  codegen::write_object(kernel_o, codegen::object_bytes(pipe.compile_to_module(l.args, o.name + "_halide", kt)));
+  codegen::write_object(kernel_o, codegen::object_bytes(pipe.compile_to_module(
+                                      l.args, o.name + "_halide", l.target.with_feature(Halide::Target::NoRuntime))));
   run_cc({"-std=c99", "-O2", "-fPIC", "-I" + halide_include_dir(), "-c", wrapper_c, "-o", wrapper_o});
   if (wants(o, "static_library")) {
     const std::string a = o.out_dir + "/" + o.name + ".a";

@@ -142,7 +142,7 @@ void dump_stmt(const Problem& p, lower::Lowered& lowered) {
     lowered.pipeline.compile_to_lowered_stmt(dir + "/" + p.canonical() + "." +
                                                  lowered.schedule + ".stmt",
                                              lowered.args, Halide::StmtOutputFormat::Text,
-                                             lower::host_target());
+                                             lowered.target);
   }
 }
 
@@ -153,7 +153,7 @@ class JitKernel final : public Kernel {
   JitKernel(Problem p, lower::Lowered& lowered, CompileOptions requested, int threads)
       : problem_(std::move(p)), schedule_(lowered.schedule), variant_(lowered.variant),
         requested_(std::move(requested)), threads_(threads) {
-    callable_ = lowered.pipeline.compile_to_callable(lowered.args, lower::host_target());
+    callable_ = lowered.pipeline.compile_to_callable(lowered.args, lowered.target);
   }
   /** From the disk cache: a loaded .so; its runtime's handlers are pointed at tbex's. */
   JitKernel(Problem p, const lower::Lowered& lowered, CompileOptions requested, int threads,
@@ -263,7 +263,8 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const lower::
   disk::Emitters emit;
   emit.kernel = [&](const std::string& fn) {
     return codegen::object_bytes(lowered.pipeline.compile_to_module(
-        lowered.args, fn, so_target().with_feature(Halide::Target::NoRuntime)));
+        lowered.args, fn,
+        lowered.target.with_feature(Halide::Target::UserContext).with_feature(Halide::Target::NoRuntime)));
   };
   emit.runtime = [] { return codegen::runtime_object_bytes(so_target()); };
   emit.runtime_id = so_target().to_string();

@@ -21,6 +21,8 @@ void apply_into(Lowered& out, Alg& a, const std::vector<const S*>& reg, const Pr
   out.schedule = s->name();
   out.variant = d.variant;
   out.schedule_detail = s->describe(p, ctx);
+  out.amx_tiles = s->uses_amx_tiles();
+  out.target = out.amx_tiles ? ctx.target.without_feature(Halide::Target::LargeBuffers) : ctx.target;
   out.pipeline = Halide::Pipeline(a.out);
   out.args = std::move(args);
   if (log::enabled("lower"))

@@ -17,6 +17,11 @@ struct Lowered {
   std::string schedule;
   std::string variant;  ///< the tile variant applied ("" = the schedule's own choice)
   std::string schedule_detail;
+  /** The target the kernel compiles for: the selection's, without LargeBuffers for a schedule
+   * of AMX tiles (Halide 21 recognizes tile operations only in 32-bit index arithmetic; such
+   * schedules apply only where every buffer fits it). */
+  Halide::Target target;
+  bool amx_tiles = false;  ///< the kernel runs AMX tile instructions (tbex/amx.h)
 };
 
 /** Applies `d` (from select() with the same threads and target) to p's algorithm. */

@@ -32,11 +32,19 @@ const S* named(const std::vector<const S*>& reg, const Problem& p, const std::st
                                       " (known: auto, " + names + ")");
 }
 
-/** The entry named `name`, which must apply to p. */
+/** "" when `s` applies to p on `target`, else why not. */
 template <class S>
-const S* applicable(const std::vector<const S*>& reg, const Problem& p, const std::string& name) {
+std::string why_not(const S* s, const Problem& p, const Halide::Target& target) {
+  std::string why = s->why_not(p);
+  return why.empty() ? s->why_not_on(target) : why;
+}
+
+/** The entry named `name`, which must apply to p on `target`. */
+template <class S>
+const S* applicable(const std::vector<const S*>& reg, const Problem& p, const std::string& name,
+                    const Halide::Target& target) {
   const S* s = named(reg, p, name);
-  const std::string why = s->why_not(p);
+  const std::string why = why_not(s, p, target);
   user_check(why.empty(), code::kValue, "schedule",
              "'" + name + "' does not apply to " + p.canonical() + ": " + why);
   return s;
@@ -67,7 +75,7 @@ std::vector<RankedChoice> rank_list(const std::vector<const S*>& reg, const Prob
   const sched::Machine m = sched::Machine::of(ctx.target);
   std::vector<RankedChoice> ranked, fallback;
   for (const S* s : reg) {
-    if (s->by_name_only() || !s->why_not(p).empty()) continue;
+    if (s->by_name_only() || !why_not(s, p, ctx.target).empty()) continue;
     std::vector<std::string> vars = s->candidates(p, ctx);
     if (vars.empty()) vars = {""};
     for (const std::string& v : vars) {
@@ -111,7 +119,7 @@ bool tuned(const std::vector<const S*>& reg, const Problem& p, const sched::Cont
   const S* s = sched::find_schedule(reg, e.schedule);
   if (!s || s->by_name_only())
     why = "no schedule '" + e.schedule + "' \"auto\" may pick";
-  else if (!(why = s->why_not(p)).empty())
+  else if (!(why = why_not(s, p, ctx.target)).empty())
     why = e.schedule + " does not apply: " + why;
   else
     why = variant_why_not(s, p, ctx, e.variant);
@@ -132,7 +140,7 @@ Decision select_in(const std::vector<const S*>& reg, const Problem& p,
     log::print("dispatch", p.canonical() + " at " + std::to_string(ctx.threads) + " threads, " +
                                choice_str(request.schedule, request.variant) + " requested");
     for (const S* s : reg) {
-      const std::string why = s->why_not(p);
+      const std::string why = why_not(s, p, ctx.target);
       log::print("dispatch", "  " + s->name() + ": " +
                                  (!why.empty()            ? "skipped: " + why
                                   : s->by_name_only()     ? "applies, comparison only (by name)"
@@ -141,7 +149,7 @@ Decision select_in(const std::vector<const S*>& reg, const Problem& p,
   }
   Decision d;
   if (request.schedule != "auto") {
-    const S* s = applicable(reg, p, request.schedule);
+    const S* s = applicable(reg, p, request.schedule, ctx.target);
     // A requested variant need not be one of the candidates (tiling experiments); its fields are
     // checked when the schedule parses it.
     user_check(request.variant.empty() || !s->candidates(p, ctx).empty(), code::kValue, "variant",
@@ -188,7 +196,7 @@ std::vector<std::string> candidates(const Problem& p, const std::string& name, i
   user_check(name != "auto", code::kValue, "schedule", "candidates need a named schedule, not auto");
   const sched::Context ctx{target, threads, ""};
   return on_registry(p.op, [&](const auto& reg) {
-    return applicable(reg, p, name)->candidates(p, ctx);
+    return applicable(reg, p, name, target)->candidates(p, ctx);
   });
 }
 
@@ -200,7 +208,7 @@ std::vector<RankedChoice> rank(const Problem& p, int threads, const Halide::Targ
 std::vector<std::pair<std::string, std::string>> explain(const Problem& p) {
   return on_registry(p.op, [&](const auto& reg) {
     std::vector<std::pair<std::string, std::string>> out;
-    for (const auto* s : reg) out.emplace_back(s->name(), s->why_not(p));
+    for (const auto* s : reg) out.emplace_back(s->name(), why_not(s, p, host_target()));
     return out;
   });
 }

@@ -191,6 +191,14 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     Expr dv = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
                    clamp(d, 0, Do - 1), b);
     a.dysp(e, n2, w, h, d, b, g) = as_bf16(select(inside, dv, cast<uint16_t>(0)));
+    a.dysk(n, w, h, d, b, g) = a.dysp(n % 2, n / 2, w, h, d, b, g);
+    {
+      const int half = cout_g / 2;
+      Var nt("nt");
+      Expr tap = nt / half;
+      a.wzk(e, c0, c1g, nt, g) =
+          a.wzp(e, c0, c1g, nt % half, tap % Kw, (tap / Kw) % Kh, tap / (Kw * Kh), g);
+    }
     a.rp = RDom({{0, 2}, {0, cout_g / 2}, {0, phase_tap_extent(Kw, sw, dw)},
                  {0, phase_tap_extent(Kh, sh, dh)}, {0, phase_tap_extent(Kd, sd, dd)}}, "rp");
     RVar pe = a.rp[0], pn = a.rp[1];
@@ -203,6 +211,19 @@ DxAlgorithm define_backprop_input(const Problem& p) {
         cast<float>(a.wzp(pe, c0, c1g_i, pn, tp.w.tap, tp.h.tap, tp.d.tap, gi));
     a.outp = Func("out");
     tail(a.accp, a.dxpp, a.outp);
+
+    a.rt = tap_rdom(cout_g, "rt");
+    RVar tk = a.rt[0];
+    const Taps tt = taps_of(a.rt[1], a.rt[2], a.rt[3]);
+    if (a.strided) a.rt.where(tt.w.valid && tt.h.valid && tt.d.valid);
+    const auto [tow, toh, tod] = dy_pos(tt);
+    a.acct(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
+    a.acct(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
+        cast<float>(a.dysk(tk, tow, toh, tod, b, gi)) *
+        cast<float>(a.wzk(tk % 2, c0, c1g_i,
+                          ((tt.d.tap * Kh + tt.h.tap) * Kw + tt.w.tap) * (cout_g / 2) + tk / 2, gi));
+    a.outt = Func("out");
+    tail(a.acct, a.dxpt, a.outt);
   }
   return a;
 }

@@ -106,6 +106,20 @@ struct DxAlgorithm {
   Halide::RDom rp;            ///< (e, n2, jw, jh, jd), the taps of the phase like r
   Halide::Var e{"e"}, n2{"n2"};
   void use_pairs() { dxp = dxpp, out = outp; }
+
+  /** Tile form, defined with the pair form: the same sum over one channel index k = 2*n2 + e
+   * and the taps, dy read from dysk (a position's channels back to back, what a tile row loads) and the
+   * weights from wzp, so a schedule can hand 16 positions x up to 32 channels x 16 lanes to one
+   * AMX-BF16 tile multiply (TDPBF16PS: products exact in fp32, fp32 sums, as in acc; only the order differs).
+   * A schedule that uses it calls use_tiles(): dxp and out then read acct. */
+  Halide::Func dysk{"dysk"};  ///< (n, w, h, d, b, g) bf16 dy of channel n, 0 outside the volume
+  Halide::Func wzk{"wzk"};    ///< (e, c0, c1g, nt, g) wzp with (n2, kw, kh, kd) as one index
+                              ///< nt = ((kd*Kh + kh)*Kw + kw)*cout_g/2 + n2
+  Halide::Func acct{"acct"};  ///< same dims as acc
+  Halide::Func dxpt{"dxpt"};  ///< dxp reading acct
+  Halide::Func outt;          ///< out reading dxpt (named "out" too)
+  Halide::RDom rt;            ///< (k, jw, jh, jd), the taps of the phase like r
+  void use_tiles() { dxp = dxpt, out = outt; }
 };
 
 /** dX's taps per stride phase along one dim (kernel K, stride s, dilation dl): the extent of the

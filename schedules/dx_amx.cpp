@@ -1,0 +1,142 @@
+/** dx_amx: dense bf16 dX on AMX-BF16 tiles. The GEMM of dx_tiled (M = positions along w, N =
+ * the 16 lanes of an input block, K = output channels x taps) with a whole 16 x 16 fp32
+ * accumulator in one tile register: per (tap, K chunk) one tile load of dy (QT positions x KK
+ * channels, the pair stage's rows: a position's channels back to back), one of the weights (the
+ * pair stage's 64-byte rows of 16 lanes x 2 channels, the layout TDPBF16PS reads) and one tile
+ * multiply. Products are exact in fp32 and sums fp32, as in every other bf16 schedule.
+ *
+ * Halide lowers the accumulator stored in MemoryType::AMXTile to tile instructions when the
+ * update is exactly one vectorized multiply-add over (K, lanes, positions) with unpredicated
+ * loads, so: no stride (a phase's taps are a predicated reduction), and the tile covers a fixed
+ * QT positions (the last tile of a row is shifted inwards, never guarded). */
+#include <algorithm>
+
+#include "schedules/loops.h"
+#include "schedules/registry.h"
+#include "schedules/tiling.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+/** Cycles one TDPBF16PS occupies the tile unit: 16 (one row of the 16-row tile per cycle on
+ * Sapphire Rapids), whatever K; 16 x 16 x 32 multiply-adds at K = 32. */
+constexpr double kTileMultiplyCycles = 16;
+
+/** Positions per tile: 16 rows, or the whole row when it is shorter. */
+int tile_rows(const Problem& p) { return (int)std::min<int64_t>(16, p.geo.in[2]); }
+
+/** Channels per tile multiply: the most (up to 32: a 64-byte tile row) dividing cout_g, even. */
+int k_step(const Problem& p) {
+  const int cout_g = (int)p.group.cout_g;
+  for (int k = 32; k >= 2; k -= 2)
+    if (cout_g % k == 0) return k;
+  return 2;  // unreachable: bf16_pairs requires an even cout_g
+}
+
+class DxAmx final : public DxSchedule {
+ public:
+  std::string name() const override { return "dx_amx"; }
+  std::string why_not(const Problem& p) const override {
+    if (p.in_dtype != DType::kBFloat16) return "bf16 inputs only (AMX-BF16 tiles multiply bf16)";
+    if (!ops::bf16_pairs(p))
+      return "cout_g " + std::to_string(p.group.cout_g) + " is odd: tile rows hold channel pairs";
+    if (is_strided(p))
+      return "a stride > 1: each stride phase walks its own taps under a predicate, which a tile "
+             "multiply cannot skip (dx_tiled handles it)";
+    // The kernel compiles without LargeBuffers (lower::Lowered::target): byte offsets are int32.
+    const double bytes = std::max({dx_elems(p) * 4, staged_dy_elems(p) * 2, dy_elems(p) * 2});
+    if (bytes >= 2147483648.0)
+      return "a buffer of " + std::to_string(int64_t(bytes)) +
+             " bytes: Halide lowers AMX tiles with 32-bit offsets only (2 GiB)";
+    return "";
+  }
+  std::string why_not_on(const Halide::Target& t) const override {
+    return has_amx_bf16(t) ? ""
+                           : "the target has no AMX-BF16 (avx512_sapphirerapids), or the OS did "
+                             "not grant this process the AMX tile state";
+  }
+  bool uses_amx_tiles() const override { return true; }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    return "AMX-BF16 tile 16c0 x " + std::to_string(tile_rows(p)) + "w, " +
+           std::to_string(k_step(p)) + " channels per tile multiply, " +
+           std::to_string(ctx.threads) + " threads";
+  }
+  void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
+  Estimate estimate(const Problem& p, const Context& ctx) const override;
+};
+
+Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
+  const ConvGeometry& g = p.geo;
+  const GroupDict& gd = p.group;
+  const int qt = tile_rows(p), kk = k_step(p);
+  const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2];
+  LoopNest n;
+  n.threads = ctx.threads;
+  // A step: the dy tile (qt rows) and the weight tile (kk/2 rows of 64 bytes) loaded, one
+  // tile multiply. The accumulator is a tile register, not a vector one.
+  n.tile.fmas = 0;
+  n.tile.loads = qt + kk / 2.0;
+  n.tile.accumulators = 1, n.tile.operands = 0;
+  n.tile.unit_cycles = kTileMultiplyCycles;
+  n.steps_per_visit = gd.cout_g / kk * taps;
+  n.visits = double(g.n) * g.in[0] * g.in[1] * ceil_div(g.in[2], qt) * g.cin1();
+  const double w_bytes = 32.0 * gd.cout_g * taps;  // one input block's bf16 lane pairs
+  const double dy_bytes = (qt + double(g.kernel[2] - 1) * g.dilation[2]) * gd.cout_g * 2 *
+                          double(g.kernel[0]) * g.kernel[1];
+  n.visit_bytes = w_bytes + dy_bytes;
+  n.visit_footprint = (int64_t)n.visit_bytes;
+  // The tiles along a row share their block's weights; a row streams its dy rows.
+  n.chunk_footprint =
+      int64_t(w_bytes) + int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * gd.cout_g * 2 * gd.real_g;
+  n.units = g.n * g.in[0];
+  // Passes: weights and dy staged as bf16 pairs (dy zero-padded by the taps' reach).
+  n.pass_bytes = (dw_out_elems(p) + staged_dy_elems(p)) * (input_bytes(p) + 2);
+  // Multiply-adds the tiles execute, useful or not (a shifted last tile repeats positions).
+  const double executed = n.visits * n.steps_per_visit * 16.0 * qt * kk;
+  n.lane_use = std::min(1.0, g.flops() / 2 / executed);
+  return evaluate(n, Machine::of(ctx.target));
+}
+
+void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
+  const int qt = tile_rows(p), kk = k_step(p);
+  a.use_tiles();
+  // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair, dy as rows of a
+  // position's channels (both bf16).
+  Var nt = a.wzk.args()[3];
+  stage_root(a.wzk, a.c0, 0, {nt, a.g}, {"t1"});
+  a.wzk.vectorize(a.e);
+  stage_root(a.dysk, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+
+  // One tile of qt positions x 16 lanes per visit; an input block's tiles sweep its rows, so
+  // the block's weights stay in L2 while its (d, n) slab streams.
+  Var wo("wo"), wi("wi"), par("par");
+  a.out.compute_root()
+      .split(a.w, wo, wi, qt, TailStrategy::ShiftInwards)
+      .reorder(a.c0, wi, wo, a.h, a.c1, a.d, a.b)
+      .vectorize(a.c0)
+      .unroll(wi)
+      .fuse(a.d, a.b, par)
+      .parallel(par);
+  // The tile register is read back through a wrapper (a tile store to the stack), which the
+  // output stage reads as vectors: Halide's AMX lowering takes only plain copies out of a tile,
+  // stored as rows (a 2-D index: rows padded to 32 lanes, or Halide flattens 16 x 16 to one run).
+  Func spill = a.acct.in();
+  spill.compute_at(a.out, wo).align_storage(a.c0, 32).vectorize(a.c0).vectorize(a.qw);
+  a.acct.compute_at(a.out, wo).store_in(MemoryType::AMXTile).vectorize(a.c0).vectorize(a.qw);
+  RVar ko("ko"), ki("ki");
+  a.acct.update()
+      .split(a.rt[0], ko, ki, kk)
+      .reorder({ki, a.c0, a.qw, ko, a.rt[1], a.rt[2], a.rt[3]})
+      .atomic()
+      .vectorize(ki)
+      .vectorize(a.c0)
+      .vectorize(a.qw);
+}
+
+}  // namespace
+
+const DxSchedule* dx_amx_schedule() { return the<DxAmx>(); }
+
+}  // namespace tbex::sched
