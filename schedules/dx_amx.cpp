@@ -104,8 +104,8 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
   a.use_tiles();
   // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair, dy as rows of a
   // position's channels (both bf16).
-  Var nt = a.wzk.args()[3];
-  stage_root(a.wzk, a.c0, 0, {nt, a.g}, {"t1"});
+  Var row = a.wzk.args()[2], ro("ro"), ri("ri");
+  a.wzk.compute_root().split(row, ro, ri, 64, TailStrategy::GuardWithIf).vectorize(a.c0).vectorize(a.e).parallel(ro);
   a.wzk.vectorize(a.e);
   stage_root(a.dysk, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
 

@@ -193,11 +193,11 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     a.dysp(e, n2, w, h, d, b, g) = as_bf16(select(inside, dv, cast<uint16_t>(0)));
     a.dysk(n, w, h, d, b, g) = a.dysp(n % 2, n / 2, w, h, d, b, g);
     {
-      const int half = cout_g / 2;
-      Var nt("nt");
-      Expr tap = nt / half;
-      a.wzk(e, c0, c1g, nt, g) =
-          a.wzp(e, c0, c1g, nt % half, tap % Kw, (tap / Kw) % Kh, tap / (Kw * Kh), g);
+      const int half = cout_g / 2, taps = Kd * Kh * Kw;
+      Var row("row");
+      Expr tap = (row / half) % taps, blk = row / (half * taps);
+      a.wzk(e, c0, row) = a.wzp(e, c0, blk % cin1_g, row % half, tap % Kw, (tap / Kw) % Kh,
+                                tap / (Kw * Kh), blk / cin1_g);
     }
     a.rp = RDom({{0, 2}, {0, cout_g / 2}, {0, phase_tap_extent(Kw, sw, dw)},
                  {0, phase_tap_extent(Kh, sh, dh)}, {0, phase_tap_extent(Kd, sd, dd)}}, "rp");
@@ -220,8 +220,9 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     a.acct(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.acct(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
         cast<float>(a.dysk(tk, tow, toh, tod, b, gi)) *
-        cast<float>(a.wzk(tk % 2, c0, c1g_i,
-                          ((tt.d.tap * Kh + tt.h.tap) * Kw + tt.w.tap) * (cout_g / 2) + tk / 2, gi));
+        cast<float>(a.wzk(tk % 2, c0,
+                          (((c1 * Kd + tt.d.tap) * Kh + tt.h.tap) * Kw + tt.w.tap) * (cout_g / 2) +
+                              tk / 2));
     a.outt = Func("out");
     tail(a.acct, a.dxpt, a.outt);
   }

@@ -113,8 +113,10 @@ struct DxAlgorithm {
    * AMX-BF16 tile multiply (TDPBF16PS: products exact in fp32, fp32 sums, as in acc; only the order differs).
    * A schedule that uses it calls use_tiles(): dxp and out then read acct. */
   Halide::Func dysk{"dysk"};  ///< (n, w, h, d, b, g) bf16 dy of channel n, 0 outside the volume
-  Halide::Func wzk{"wzk"};    ///< (e, c0, c1g, nt, g) wzp with (n2, kw, kh, kd) as one index
-                              ///< nt = ((kd*Kh + kh)*Kw + kw)*cout_g/2 + n2
+  Halide::Func wzk{"wzk"};    ///< (e, c0, row) wzp as rows of 16 lane pairs: 6HD block c1 (of its
+                              ///< real group), tap and channel pair n2 as one index, row =
+                              ///< (c1*taps + (kd*Kh + kh)*Kw + kw)*cout_g/2 + n2 (Halide's tile
+                              ///< matcher takes the weights' offset only inside the row index)
   Halide::Func acct{"acct"};  ///< same dims as acc
   Halide::Func dxpt{"dxpt"};  ///< dxp reading acct
   Halide::Func outt;          ///< out reading dxpt (named "out" too)
