@@ -7,8 +7,8 @@
  *
  * Halide lowers the accumulator stored in MemoryType::AMXTile to tile instructions when the
  * update is exactly one vectorized multiply-add over (K, lanes, positions) with unpredicated
- * loads, so: no stride (a phase's taps are a predicated reduction), and the tile covers a fixed
- * QT positions (the last tile of a row is shifted inwards, never guarded). */
+ * loads, so: no stride (a phase's taps are a predicated reduction), and every tile is a whole
+ * 16 x 16 (a short or ragged row computes positions past its end and drops them). */
 #include <algorithm>
 
 #include "schedules/loops.h"
@@ -24,8 +24,9 @@ using namespace Halide;
  * Sapphire Rapids), whatever K; 16 x 16 x 32 multiply-adds at K = 32. */
 constexpr double kTileMultiplyCycles = 16;
 
-/** Positions per tile: 16 rows, or the whole row when it is shorter. */
-int tile_rows(const Problem& p) { return (int)std::min<int64_t>(16, p.geo.in[2]); }
+/** Positions per tile: always the 16 rows of a tile register (Halide 21 lowers no shorter
+ * tile), positions past the row's end computed and dropped. */
+constexpr int kTileRows = 16;
 
 /** Channels per tile multiply: the most (up to 32: a 64-byte tile row) dividing cout_g, even. */
 int k_step(const Problem& p) {
@@ -59,7 +60,7 @@ class DxAmx final : public DxSchedule {
   }
   bool uses_amx_tiles() const override { return true; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    return "AMX-BF16 tile 16c0 x " + std::to_string(tile_rows(p)) + "w, " +
+    return "AMX-BF16 tile 16c0 x " + std::to_string(kTileRows) + "w, " +
            std::to_string(k_step(p)) + " channels per tile multiply, " +
            std::to_string(ctx.threads) + " threads";
   }
@@ -70,7 +71,7 @@ class DxAmx final : public DxSchedule {
 Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   const ConvGeometry& g = p.geo;
   const GroupDict& gd = p.group;
-  const int qt = tile_rows(p), kk = k_step(p);
+  const int qt = kTileRows, kk = k_step(p);
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2];
   LoopNest n;
   n.threads = ctx.threads;
@@ -100,7 +101,7 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
 }
 
 void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
-  const int qt = tile_rows(p), kk = k_step(p);
+  const int qt = kTileRows, kk = k_step(p);
   a.use_tiles();
   // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair, dy as rows of a
   // position's channels (both bf16).
@@ -113,7 +114,7 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
   // the block's weights stay in L2 while its (d, n) slab streams.
   Var wo("wo"), wi("wi"), par("par");
   a.out.compute_root()
-      .split(a.w, wo, wi, qt, TailStrategy::ShiftInwards)
+      .split(a.w, wo, wi, qt, TailStrategy::GuardWithIf)
       .reorder(a.c0, wi, wo, a.h, a.c1, a.d, a.b)
       .vectorize(a.c0)
       .unroll(wi)
@@ -123,8 +124,13 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
   // output stage reads as vectors: Halide's AMX lowering takes only plain copies out of a tile,
   // stored as rows (a 2-D index: rows padded to 32 lanes, or Halide flattens 16 x 16 to one run).
   Func spill = a.acct.in();
-  spill.compute_at(a.out, wo).align_storage(a.c0, 32).vectorize(a.c0).vectorize(a.qw);
-  a.acct.compute_at(a.out, wo).store_in(MemoryType::AMXTile).vectorize(a.c0).vectorize(a.qw);
+  // Both hold a whole tile whatever part of it the row's last visit needs.
+  spill.compute_at(a.out, wo).bound_extent(a.qw, qt).align_storage(a.c0, 32).vectorize(a.c0).vectorize(a.qw);
+  a.acct.compute_at(a.out, wo)
+      .bound_extent(a.qw, qt)
+      .store_in(MemoryType::AMXTile)
+      .vectorize(a.c0)
+      .vectorize(a.qw);
   RVar ko("ko"), ki("ki");
   a.acct.update()
       .split(a.rt[0], ko, ki, kk)
