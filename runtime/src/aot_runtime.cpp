@@ -36,3 +36,5 @@ extern "C" void tbex_aot_init(void) {
 extern "C" void tbex_aot_set_num_threads(int n) { tbex::set_num_threads(n); }
 
 extern "C" int tbex_aot_num_threads(void) { return tbex::num_threads(); }
+
+extern "C" int tbex_aot_amx_tiles(void) { return tbex::amx_tiles_permitted() ? 1 : 0; }

@@ -173,11 +173,12 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
     info.variant = l.variant;
     info.selected_by = d.source;
     info.schedule_detail = l.schedule_detail;
+    info.amx_tiles = l.amx_tiles;
     const bool objects = wants(o, "static_library") || wants(o, "object");
     std::string wrapper_c;
     if (objects || wants(o, "cpp")) {
       wrapper_c = o.out_dir + "/" + o.name + "_wrapper.c";
-      write_text(wrapper_c, codegen::aot_wrapper_source(problem, o.name));
+      write_text(wrapper_c, codegen::aot_wrapper_source(problem, info));
       files.push_back(wrapper_c);
     }
     if (objects) build_objects(l, o, kt, wrapper_c, files);

@@ -13,6 +13,7 @@ struct AotBuildInfo {
   std::string name, schedule, variant, schedule_detail, target;
   std::string selected_by;  ///< select()'s source: "requested", "tuning database" or "cost model"
   int threads = 1;  ///< thread count the schedule planned for
+  bool amx_tiles = false;  ///< the kernel runs AMX tile instructions: its wrapper asks the OS first
   std::vector<std::string> files;
 };
 
@@ -21,7 +22,7 @@ struct AotBuildInfo {
 std::vector<int64_t> kernel_output_extents(const Problem& p);
 
 std::string aot_header(const Problem& p, const AotBuildInfo& info);
-std::string aot_wrapper_source(const Problem& p, const std::string& name);
+std::string aot_wrapper_source(const Problem& p, const AotBuildInfo& info);
 
 /** NAME.manifest.json of a kernel; `p` null for a runtime-only emission. */
 std::string aot_manifest(const Problem* p, const AotBuildInfo& info);

@@ -12,6 +12,9 @@ void tbex_aot_init(void);
 /* Worker threads of AOT kernels (0 = all cores); the same pool as tbex::set_num_threads. */
 void tbex_aot_set_num_threads(int n);
 int tbex_aot_num_threads(void);
+/* 1 when this process may run AMX tile instructions (asked of the OS once: tbex/amx.h), else 0.
+ * Wrappers of kernels that multiply AMX tiles call it before the kernel. */
+int tbex_aot_amx_tiles(void);
 
 #ifdef __cplusplus
 }

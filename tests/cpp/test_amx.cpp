@@ -1,0 +1,202 @@
+// dX of bf16 inputs on AMX-BF16 tiles (dx_amx). Native: compiled for the host where it has AMX
+// (avx512_sapphirerapids and the OS's grant of the tile state), TDPBF16PS asserted in the
+// assembly, against the float64 reference; skipped with the reason elsewhere. Portable: the tile
+// form's algorithm (DxAlgorithm::use_tiles: the Funcs dx_amx schedules) under Halide's default
+// schedule for a target without AMX, against the same reference, on every machine. Inputs are
+// multiples of 1/8: every product and partial sum is exact in fp32, so any summation order gives
+// the reference to the last bit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "Halide.h"
+#include "lower/pipeline.h"
+#include "lower/select.h"
+#include "ops/ops.h"
+#include "reference.h"
+#include "schedules/cost_model.h"
+#include "schedules/registry.h"
+#include "tbex/amx.h"
+#include "tbex/tbex.h"
+#include "tbex/thread_pool.h"
+#include "test_util.h"
+
+namespace tbex {
+namespace {
+
+using test::Case;
+
+const Case kCases[] = {
+    // W = 7: one tile of 16 rows, 9 past the row's end.
+    {"short_row", 2, 16, 16, 1, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    // W = 37: two whole tiles and a ragged one; 64 output channels: two 32-channel steps per tap.
+    {"ragged_row", 1, 32, 64, 1, {3, 4, 37}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"grouped_mag4", 1, 20, 56, 4, {4, 5, 6}, {1, 3, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 0, 1}},
+    // cout_g 48: 16 channels per tile multiply.
+    {"odd_channels", 1, 20, 37, 1, {4, 5, 19}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
+    {"dilated", 1, 16, 32, 1, {5, 7, 20}, {3, 2, 3}, {1, 1, 1}, {2, 1, 2}, {2, 2, 1, 0, 2, 2}},
+    {"pointwise", 2, 48, 32, 1, {3, 4, 18}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+};
+
+Halide::Target without_amx(Halide::Target t) {
+  return t.without_feature(Halide::Target::AVX512_SapphireRapids);
+}
+
+/** Why the host cannot run the native tests ("" when it can). */
+std::string no_amx() {
+  const Halide::Target t = lower::host_target();
+  if (sched::has_amx_bf16(t)) return "";
+  if (!t.has_feature(Halide::Target::AVX512_SapphireRapids))
+    return "the host has no AMX-BF16 (Halide target " + t.to_string() +
+           " lacks avx512_sapphirerapids): the portable test covers the algorithm";
+  return "the OS did not grant this process the AMX tile state (arch_prctl): the portable test "
+         "covers the algorithm";
+}
+
+Problem dx_problem(const Case& c, DType dt) {
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 yd = test::y_dims(g), wd = test::w_dims(g);
+  return make_backprop_input_problem(shape_fz3d(wd, c.groups), dt, shape_6hd(yd), dt,
+                                     {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                     {c.n, c.in[0], c.in[1], c.in[2], c.cin}, test::para_for(c, true));
+}
+
+/** The case's bf16 operands (FRACTAL_Z_3D weights, 6HD dy) and float64 reference dX (NCDHW). */
+struct Operands {
+  std::vector<uint8_t> fz, y6;
+  std::vector<double> ref;
+};
+
+Operands operands(const Case& c) {
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 yd = test::y_dims(g), wd = test::w_dims(g);
+  auto w = test::random_eighths(test::count({wd.begin(), wd.end()}), 31);
+  auto dy = test::random_eighths(test::count({yd.begin(), yd.end()}), 32);
+  auto wb = test::encode(w, DType::kBFloat16), yb = test::encode(dy, DType::kBFloat16);
+  Operands o;
+  o.fz.resize(test::count(shape_fz3d(wd, c.groups)) * 2);
+  o.y6.resize(test::count(shape_6hd(yd)) * 2);
+  oidhw_to_fz3d(wb.data(), o.fz.data(), wd, c.groups, 2);
+  ncdhw_to_6hd(yb.data(), o.y6.data(), yd, 2);
+  o.ref = test::ref_dx(g, w, dy);
+  return o;
+}
+
+/** Runs `pipeline` (args: filter, dy) compiled for `t` on the case and checks it. */
+void run_and_check(const Case& c, const Problem& p, Halide::Pipeline pipeline,
+                   const std::vector<Halide::Argument>& args, const Halide::Target& t) {
+  const Operands o = operands(c);
+  auto dims = [](const std::vector<int64_t>& shape) {  // outermost first -> Halide's order
+    return std::vector<int>(shape.rbegin(), shape.rend());
+  };
+  Halide::Buffer<uint16_t> bw(reinterpret_cast<uint16_t*>(const_cast<uint8_t*>(o.fz.data())),
+                              dims(p.input_shapes()[0]));
+  Halide::Buffer<uint16_t> by(reinterpret_cast<uint16_t*>(const_cast<uint8_t*>(o.y6.data())),
+                              dims(p.input_shapes()[1]));
+  std::vector<float> out(test::count(p.dx_shape()), -7.0f);
+  Halide::Buffer<float> bo(out.data(), dims(p.x_shape()));
+  Halide::Callable k = pipeline.compile_to_callable(args, t);
+  ASSERT_EQ(k(bw, by, bo), 0);
+  const Dims5 xd = test::x_dims(test::geometry(c));
+  std::vector<float> dx(test::count({xd.begin(), xd.end()}));
+  ncdhw_from_6hd(out.data(), dx.data(), xd, 4);
+  test::expect_close(std::vector<double>(dx.begin(), dx.end()), o.ref, 1e-6);
+}
+
+std::string assembly(lower::Lowered l, const std::string& tag) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("tbex_amx_" + tag + "_" + std::to_string(::getpid()) + ".s");
+  l.pipeline.compile_to_assembly(path.string(), l.args, "k", l.target);
+  std::stringstream s;
+  s << std::ifstream(path).rdbuf();
+  std::filesystem::remove(path);
+  return s.str();
+}
+
+class AmxTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(AmxTest, PortableTileFormMatchesReference) {
+  const Case& c = kCases[GetParam()];
+  const Problem p = dx_problem(c, DType::kBFloat16);
+  ops::DxAlgorithm a = ops::define_backprop_input(p);
+  ASSERT_TRUE(a.pairs);
+  a.use_tiles();
+  const Halide::Target t = without_amx(lower::host_target());
+  ASSERT_FALSE(sched::has_amx_bf16(t));
+  run_and_check(c, p, Halide::Pipeline(a.out), {a.filter, a.dy}, t);
+}
+
+TEST_P(AmxTest, NativeTilesMatchReference) {
+  if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
+  const Case& c = kCases[GetParam()];
+  const Problem p = dx_problem(c, DType::kBFloat16);
+  const Halide::Target t = lower::host_target();
+  lower::Lowered l = lower::lower(p, lower::select(p, {"dx_amx", ""}, 2, t), 2, t);
+  ASSERT_EQ(l.schedule, "dx_amx");
+  EXPECT_TRUE(l.amx_tiles);
+  // Halide 21 matches tile operations in 32-bit index arithmetic only.
+  EXPECT_FALSE(l.target.has_feature(Halide::Target::LargeBuffers));
+  EXPECT_NE(assembly(l, c.name).find("tdpbf16ps"), std::string::npos) << c.name;
+  run_and_check(c, p, l.pipeline, l.args, l.target);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AmxTest, ::testing::Range(0, (int)std::size(kCases)),
+                         [](const ::testing::TestParamInfo<int>& i) { return kCases[i.param].name; });
+
+TEST(Amx, WhyNotNamesTheDtypeTheStrideAndTheTarget) {
+  const auto why = [](const Problem& p, const Halide::Target& t) {
+    const sched::DxSchedule* s = sched::find_schedule(sched::dx_registry(), "dx_amx");
+    const std::string w = s->why_not(p);
+    return w.empty() ? s->why_not_on(t) : w;
+  };
+  const Halide::Target host = lower::host_target();
+  for (DType dt : {DType::kFloat32, DType::kFloat16})
+    EXPECT_NE(why(dx_problem(kCases[0], dt), host).find("bf16 inputs only"), std::string::npos);
+  const Case strided{"strided", 1, 16, 16, 1, {5, 6, 7}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}};
+  EXPECT_NE(why(dx_problem(strided, DType::kBFloat16), host).find("stride"), std::string::npos);
+  const std::string no_target = why(dx_problem(kCases[0], DType::kBFloat16), without_amx(host));
+  EXPECT_NE(no_target.find("avx512_sapphirerapids"), std::string::npos) << no_target;
+  // Code for another machine with AMX is not asked about this process's grant.
+  const Halide::Target spr("x86-64-windows-avx-avx2-avx512-avx512_skylake-avx512_cannonlake-"
+                           "avx512_sapphirerapids-f16c-fma-sse41");
+  EXPECT_EQ(why(dx_problem(kCases[0], DType::kBFloat16), spr), "");
+}
+
+TEST(Amx, AutoPicksTilesOnlyWhereTheTargetHasThem) {
+  // A layer whose tiles are full (64 channels, W = 32): the tile multiplies beat VDPBF16PS.
+  const Case c{"layer", 1, 64, 64, 1, {8, 8, 32}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}};
+  const Halide::Target host = lower::host_target();
+  for (DType dt : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+    const Problem p = dx_problem(c, dt);
+    EXPECT_EQ(lower::select(p, {"auto", ""}, 1, host).schedule == "dx_amx",
+              dt == DType::kBFloat16 && sched::has_amx_bf16(host))
+        << dtype_name(dt);
+    EXPECT_NE(lower::select(p, {"auto", ""}, 1, without_amx(host)).schedule, "dx_amx");
+  }
+}
+
+TEST(Amx, ResultIsTheSameAtAnyThreadCount) {
+  if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
+  const Case& c = kCases[1];
+  const Problem p = dx_problem(c, DType::kBFloat16);
+  const Operands o = operands(c);
+  std::vector<std::vector<float>> outs;
+  const int before = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    auto k = compile(p, CompileOptions{"dx_amx"});
+    outs.emplace_back(test::count(p.dx_shape()), -7.0f);
+    k->run_dense({o.fz.data(), o.y6.data()}, outs.back().data());
+  }
+  set_num_threads(before);
+  EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4));
+}
+
+}  // namespace
+}  // namespace tbex
