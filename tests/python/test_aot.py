@@ -191,3 +191,49 @@ def test_emit_names_bad_parameters(tmp_path):
         aot.emit(p, "k", str(tmp_path), target="x86-64-banana")
     assert e.value.param == "target"
     assert not os.path.exists(tmp_path / "k.manifest.json")
+
+
+DX_AMX_PARA = {"strides": [1, 1, 1, 1, 1], "pads": [1, 1, 1, 1, 1, 1],
+               "dilations": [1, 1, 1, 1, 1], "res_dtype": "float32"}
+
+
+def test_amx_kernel_links_and_runs_in_a_c_program(tmp_path):
+    """A dx_amx kernel (AMX-BF16 tile multiplies) as a static library: its wrapper asks the OS
+    for the tile state before the first tile instruction (a C program never calls arch_prctl
+    itself) and the result is the JIT kernel's."""
+    from ml_dtypes import bfloat16
+    wshape, xsize = [32, 16, 3, 3, 3], [1, 4, 5, 20, 16]
+    fz_shape = tuple(tbex.layout.shape_fz3d(wshape, 1))
+    dy_shape = (1, 4, 2, 5, 20, 16)
+    fl = tvm.placeholder(fz_shape, name="filter", dtype="bfloat16")
+    dd = tvm.placeholder(dy_shape, name="dedy", dtype="bfloat16")
+    res = dsl.conv3d_backprop_input(fl, dd, filter_size=wshape, input_size=xsize,
+                                    para_dict=dict(DX_AMX_PARA, kernel_name="dx_amx_meta"))
+    why = dict(res.problem.explain_schedules())["dx_amx"]
+    if why:
+        pytest.skip("dx_amx does not apply on this host: " + why)
+    kernel = dsl.build(dsl.auto_schedule(res, schedule="dx_amx"),
+                       {"tensor_list": [fl, dd, res], "output_dir": str(tmp_path)})
+    assert kernel.schedule == "dx_amx"
+    meta = tmp_path / "kernel_meta"
+    assert "tbex_aot_amx_tiles" in (meta / "dx_amx_meta_wrapper.c").read_text()
+    assert "-2 when the OS refuses this process the AMX" in (meta / "dx_amx_meta.h").read_text()
+    rng = np.random.default_rng(1)
+    w = (rng.integers(-8, 9, fz_shape) / 8).astype(bfloat16)
+    dy = (rng.integers(-8, 9, dy_shape) / 8).astype(bfloat16)
+    expected = kernel(w, dy)
+    assert np.abs(expected).max() > 0
+
+    (tmp_path / "consumer.c").write_text(CONSUMER.format(name="dx_amx_meta"))
+    exe = tmp_path / "consumer"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", "-I", str(meta), "-c",
+                    str(tmp_path / "consumer.c"), "-o", str(tmp_path / "consumer.o")], check=True)
+    subprocess.run(["c++", str(tmp_path / "consumer.o"), str(meta / "dx_amx_meta.a"),
+                    aot.runtime_library(), str(meta / "tbex_halide_runtime.a"), "-lpthread", "-ldl",
+                    "-o", str(exe)], check=True)
+    w.tofile(tmp_path / "w.bin")
+    dy.tofile(tmp_path / "dy.bin")
+    subprocess.run([str(exe), str(tmp_path / "w.bin"), str(tmp_path / "dy.bin"),
+                    str(tmp_path / "out.bin")], check=True, timeout=60)
+    got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(expected.shape)
+    np.testing.assert_array_equal(got, expected)
