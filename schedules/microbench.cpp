@@ -51,17 +51,19 @@ MB_KERNEL(z_chain, "avx512f", Z_CHAIN)
 MB_KERNEL(z_load, "avx512f", Z_LOAD)
 MB_KERNEL(z_bcast, "avx512f", Z_BCAST)
 
-/** 12 dependent integer adds per iteration: 12 cycles on every x86 core. */
+/** 12 dependent integer adds per iteration: 12 cycles on every x86 core. Register operands:
+ * Golden Cove (Sapphire Rapids) folds adds of an immediate at rename, several a cycle, which
+ * read 23 GHz on a 3.8 GHz core. */
 void add_chain(long n) {
-  long x = 0;
+  long x = 0, one = 1;
   asm volatile(
       "1:\n\t"
-#define A_ADD(k) "add $1, %1\n\t"
+#define A_ADD(k) "add %2, %1\n\t"
       MB_R12(A_ADD)
 #undef A_ADD
       "dec %0\n\tjnz 1b\n\t"
       : "+r"(n), "+r"(x)
-      :
+      : "r"(one)
       : "cc");
 }
 

@@ -65,6 +65,13 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   sched::load_or_measure(path, &measured);
   EXPECT_FALSE(measured);
 
+  // A file of the suite before the clock fix (format 1) is re-measured.
+  json::Value older = sched::to_json(a);
+  older["format"] = 1;
+  support::write_text(path, json::to_text(older));
+  sched::load_or_measure(path, &measured);
+  EXPECT_TRUE(measured);
+
   // Another machine's file is re-measured.
   json::Value foreign = sched::to_json(a);
   foreign["key"] = "Some Other CPU | avx2 fma";
