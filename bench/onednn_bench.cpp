@@ -5,11 +5,15 @@
 //   onednn_bench --info
 //   onednn_bench pass=dw|dx dtype=f32|f16|bf16 N=.. Cin=.. D=.. H=.. W=.. Cout=.. Kd=.. Kh=.. Kw=..
 //                [sd= sh= sw=] [pf= pb= pt= pbot= pl= pr=] [dd= dh= dw=] [groups=]
-//                [min_time=0.5] [min_iters=3] [max_iters=50] [warmup=1]
+//                [min_time=0.5] [min_iters=3] [max_iters=50] [warmup=1] [time_ref=0]
 //   (keys may also be given as --key=value; dilation is given the PyTorch/TBE way, 1 = dense)
 //
 // Prints one JSON line on stdout. Threads: oneDNN's CPU runtime decides (OpenMP builds read
 // OMP_NUM_THREADS, which the driver sets); the JSON reports the runtime and the env value.
+//
+// Where oneDNN has only its reference implementation ("ref:any": scalar loops, minutes for a
+// large layer, e.g. f16 dW on a CPU without AVX512-FP16 backward kernels) the pass is reported
+// unsupported, with the impl named, unless time_ref=1.
 //
 // All tensors of the primitive use format_tag::any; the user tensors are plain (ncdhw for
 // activations, oidhw / goidhw for weights) in the benchmark dtype, and the reorders between the
@@ -343,6 +347,13 @@ int main(int argc, char **argv) {
         if (out_dt == dt::undef) {
             std::printf("{%s,\"unsupported\":true,\"reason\":\"%s\"}\n", head.str().c_str(),
                         json_escape(fail).c_str());
+            return 0;
+        }
+
+        if (impl.rfind("ref:", 0) == 0 && !a.get("time_ref", 0)) {
+            std::printf("{%s,\"unsupported\":true,\"reason\":\"only oneDNN's reference "
+                        "implementation (%s): not timed (time_ref=1 times it)\"}\n",
+                        head.str().c_str(), json_escape(impl).c_str());
             return 0;
         }
 
