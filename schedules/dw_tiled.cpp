@@ -96,11 +96,14 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
             g.kernel[0] * p.group.real_g;
   // Staging streams x from memory chunk by chunk; where that dominates (many x bytes per FMA:
   // few channels, strides) the next chunk's rows are prefetched during this chunk's tiles, if
-  // both chunks fit in L2 side by side (larger chunks got slower).
+  // both chunks fit in L2 side by side (larger chunks got slower). Zen 4 targets only: Halide
+  // prefetches into L1 (prefetcht0), which hid staging there (seed dW 8.0 -> 7.4 ms) but evicts
+  // the running chunk on Sapphire Rapids (seed dW 6.3 -> 14 ms at 1 thread).
   {
     const int64_t chunk_bytes =
         x_rows_of(p, t.ch * t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
-    t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && staging_bound(p);
+    t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && staging_bound(p) &&
+                   ctx.target.has_feature(Target::AVX512_Zen4);
     // Few tiles balance badly over threads, and staging-bound problems stage every chunk once
     // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
     if (t.tiles < 8 || t.prefetch_x) t.parts = dw_parts(p, kDwSplitParts);
