@@ -1,7 +1,7 @@
-// dX of bf16 inputs on AMX-BF16 tiles (dx_amx). Native: compiled for the host where it has AMX
+// dX and dW of bf16 inputs on AMX-BF16 tiles (dx_amx, dw_amx). Native: compiled for the host where it has AMX
 // (avx512_sapphirerapids and the OS's grant of the tile state), TDPBF16PS asserted in the
 // assembly, against the float64 reference; skipped with the reason elsewhere. Portable: the tile
-// form's algorithm (DxAlgorithm::use_tiles: the Funcs dx_amx schedules) under Halide's default
+// form's algorithm (use_tiles of DxAlgorithm / DwAlgorithm: the Funcs the schedules tile) under Halide's default
 // schedule for a target without AMX, against the same reference, on every machine. Inputs are
 // multiples of 1/8: every product and partial sum is exact in fp32, so any summation order gives
 // the reference to the last bit.
@@ -148,6 +148,78 @@ TEST_P(AmxTest, NativeTilesMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, AmxTest, ::testing::Range(0, (int)std::size(kCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kCases[i.param].name; });
+
+// dW: a row of odd length (padded to even positions), strides, groups, dilations.
+const Case kDwCases[] = {
+    {"odd_row", 1, 32, 32, 1, {4, 5, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"strided", 2, 16, 32, 1, {5, 9, 13}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 0, 1, 1, 0, 1}},
+    {"grouped_mag4", 1, 20, 56, 4, {4, 5, 6}, {1, 3, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 0, 1}},
+    {"dilated", 1, 16, 16, 1, {5, 7, 20}, {3, 2, 3}, {1, 1, 1}, {2, 1, 2}, {2, 2, 1, 0, 2, 2}},
+};
+
+Problem dw_problem(const Case& c, DType dt) {
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
+  return make_backprop_filter_problem(shape_6hd(xd), dt, shape_6hd(yd), dt,
+                                      {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
+                                      test::para_for(c, false));
+}
+
+/** Runs `pipeline` (args: x, dy) compiled for `t` on the dW case and checks it. */
+void run_and_check_dw(const Case& c, const Problem& p, Halide::Pipeline pipeline,
+                      const std::vector<Halide::Argument>& args, const Halide::Target& t) {
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g), wd = test::w_dims(g);
+  auto x = test::random_eighths(test::count({xd.begin(), xd.end()}), 41);
+  auto dy = test::random_eighths(test::count({yd.begin(), yd.end()}), 42);
+  auto xb = test::encode(x, DType::kBFloat16), yb = test::encode(dy, DType::kBFloat16);
+  std::vector<uint8_t> x6(test::count(shape_6hd(xd)) * 2), y6(test::count(shape_6hd(yd)) * 2);
+  ncdhw_to_6hd(xb.data(), x6.data(), xd, 2);
+  ncdhw_to_6hd(yb.data(), y6.data(), yd, 2);
+  auto dims = [](const std::vector<int64_t>& shape) {
+    return std::vector<int>(shape.rbegin(), shape.rend());
+  };
+  Halide::Buffer<uint16_t> bx(reinterpret_cast<uint16_t*>(x6.data()), dims(p.input_shapes()[0]));
+  Halide::Buffer<uint16_t> by(reinterpret_cast<uint16_t*>(y6.data()), dims(p.input_shapes()[1]));
+  std::vector<float> out(test::count(p.dw_shape()), -7.0f);
+  Halide::Buffer<float> bo(out.data(), dims({p.group.real_g, g.kernel[0], p.group.cin1_g, g.kernel[1],
+                                             g.kernel[2], p.group.cout_g, kC0}));
+  Halide::Callable k = pipeline.compile_to_callable(args, t);
+  ASSERT_EQ(k(bx, by, bo), 0);
+  std::vector<float> w(test::count({wd.begin(), wd.end()}));
+  oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
+  test::expect_close(std::vector<double>(w.begin(), w.end()), test::ref_dw(g, x, dy), 1e-6);
+  // Cross-group and padding entries are exactly 0: packing the weights again reproduces them.
+  std::vector<float> again(out.size());
+  oidhw_to_fz3d(w.data(), again.data(), wd, c.groups, 4);
+  EXPECT_EQ(0, std::memcmp(again.data(), out.data(), out.size() * 4));
+}
+
+class AmxDwTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(AmxDwTest, PortableTileFormMatchesReference) {
+  const Case& c = kDwCases[GetParam()];
+  const Problem p = dw_problem(c, DType::kBFloat16);
+  ops::DwAlgorithm a = ops::define_backprop_filter(p);
+  a.use_tiles();
+  run_and_check_dw(c, p, Halide::Pipeline(a.out), {a.x, a.dy}, without_amx(lower::host_target()));
+}
+
+TEST_P(AmxDwTest, NativeTilesMatchReference) {
+  if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
+  const Case& c = kDwCases[GetParam()];
+  const Problem p = dw_problem(c, DType::kBFloat16);
+  const Halide::Target t = lower::host_target();
+  lower::Lowered l = lower::lower(p, lower::select(p, {"dw_amx", ""}, 2, t), 2, t);
+  ASSERT_EQ(l.schedule, "dw_amx");
+  EXPECT_TRUE(l.amx_tiles);
+  EXPECT_FALSE(l.target.has_feature(Halide::Target::LargeBuffers));
+  EXPECT_NE(assembly(l, std::string("dw_") + c.name).find("tdpbf16ps"), std::string::npos) << c.name;
+  run_and_check_dw(c, p, l.pipeline, l.args, l.target);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AmxDwTest, ::testing::Range(0, (int)std::size(kDwCases)),
+                         [](const ::testing::TestParamInfo<int>& i) { return kDwCases[i.param].name; });
 
 TEST(Amx, WhyNotNamesTheDtypeTheStrideAndTheTarget) {
   const auto why = [](const Problem& p, const Halide::Target& t) {

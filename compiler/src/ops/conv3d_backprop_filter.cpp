@@ -119,6 +119,37 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     a.outp(c0, n, kw, kh, c1g, kd, g) = select(valid, a.accp(ac0, n, kw, kh, c1g, kd, g), 0.0f);
     constrain_shape(a.outp.output_buffer(),
                     {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+
+    // Tile form (see DwAlgorithm): output channel innermost, positions padded to We.
+    const int Wo = (int)geo.out[2], Do = (int)geo.out[0], N = (int)geo.n, G = (int)gd.real_g;
+    a.we = Wo + Wo % 2;
+    const int half = a.we / 2;
+    Var wq = a.wq, ph = a.ph, row = a.row;
+    {
+      const auto [inside, v] = x_padded(wq * sw + ph, h);
+      a.xT(wq, c0, h, c1g, d, b, g, ph) = as_bf16(select(inside, v, cast<uint16_t>(0)));
+    }
+    {
+      // row = (((b*Do + do)*Ho + ho)*real_g + g)*We/2 + wo/2: a chunk's rows are one run.
+      Expr wo = 2 * (row % half) + e, t = row / half;
+      Expr gg = t % G, t2 = t / G;
+      Expr ho = t2 % Ho, t3 = t2 / Ho;
+      Expr oc = gg * cout_g + n;
+      Expr v = a.dy(oc % C0, min(wo, Wo - 1), ho, min(oc / C0, Co1 - 1), t3 % Do, t3 / Do);
+      a.dyV(e, n, row) = as_bf16(select(wo < Wo, v, cast<uint16_t>(0)));
+    }
+    a.rt = RDom({{0, a.we}, {0, Ho}, {0, Do}, {0, N}}, "rt");
+    RVar tk = a.rt[0], tho = a.rt[1], tdo = a.rt[2], tb = a.rt[3];
+    Expr trow = (((tb * Do + tdo) * Ho + tho) * G + g) * half + tk / 2;
+    a.acct(n, c0, kw, kh, c1g, kd, g) = 0.0f;
+    a.acct(n, c0, kw, kh, c1g, kd, g) +=
+        cast<float>(a.xT(tk + (kw * dw) / sw, c0, tho * sh + kh * dh, c1g, tdo * sd + kd * dd, tb,
+                         g, (kw * dw) % sw)) *
+        cast<float>(a.dyV(tk % 2, n, trow));
+    a.outt = Func("out");
+    a.outt(c0, n, kw, kh, c1g, kd, g) = select(valid, a.acct(n, ac0, kw, kh, c1g, kd, g), 0.0f);
+    constrain_shape(a.outt.output_buffer(),
+                    {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
   }
   return a;
 }

@@ -53,6 +53,25 @@ struct DwAlgorithm {
   Halide::RDom rp;            ///< (wo, ho2, do, b, e)
   Halide::Var e{"e"};
   void use_pairs() { xs = xsp, dys = dysp, acc = accp, r = rp, out = outp; }
+
+  /** Tile form, defined with the pair form: the same sums with the output channel innermost,
+   * acct(n, c0, ...), over rt = (k, ho, do, b) where k walks a row's output positions padded to
+   * an even count We (dy is 0 past Wo), so a schedule can hand 16 input lanes x 16 output
+   * channels x up to 32 positions to one AMX-BF16 tile multiply (TDPBF16PS: products exact in
+   * fp32, fp32 sums; only the order differs). Its operands are staged as tile rows: xT is x
+   * transposed (a lane's positions back to back) per stride phase along w, so a tap only moves a
+   * row's start; dyV is dy as pairs of positions per channel (the layout TDPBF16PS reads), with
+   * (position pair, real group, row, depth, batch) as one row index (Halide's tile matcher takes
+   * an offset only there; a chunk of output rows is one run of it). A schedule that uses it
+   * calls use_tiles(): out then reads acct. */
+  int we = 2;                 ///< We: output positions per row, rounded up to even
+  Halide::Func xT{"xT"};      ///< (wq, c0, h, c1g, d, b, g, ph) bf16 x at padded-frame w = wq*sw + ph
+  Halide::Func dyV{"dyV"};    ///< (e, n, row) bf16 dy of channel n at wo = 2*(row % (We/2)) + e
+  Halide::Func acct{"acct"};  ///< (n, c0, kw, kh, c1g, kd, g) sum over rt
+  Halide::Func outt;          ///< out reading acct (named "out" too)
+  Halide::RDom rt;            ///< (k, ho, do, b), k < We
+  Halide::Var wq{"wq"}, ph{"ph"}, row{"row"};
+  void use_tiles() { out = outt; }
 };
 
 struct DxAlgorithm {

@@ -1,0 +1,157 @@
+/** dw_amx: bf16 dW on AMX-BF16 tiles. The dW GEMM (M = 16 input lanes c0, N = 16 output
+ * channels, K = output positions) with one 16 x 16 fp32 tile register per output tile (one kw,
+ * kh, kd, input block and output block): per step one tile load of x (16 lanes x KK positions,
+ * the transposed stage's rows), one of dy (KK/2 position pairs x 16 channels, the layout
+ * TDPBF16PS reads) and one tile multiply. The reduction is chunked as dw_tiled's (rows of one
+ * output slab per chunk, staged in cache right before the thread's tiles consume them); a
+ * chunk's tile is read back through a tile store and added to the fp32 sums.
+ *
+ * Halide lowers a tile only when its update is one vectorized multiply-add over (K, channels,
+ * lanes) with unpredicated loads: the chunk divides the rows, K divides the padded row, and
+ * tiles are whole (cout_g is a multiple of 16). */
+#include <algorithm>
+#include <sstream>
+
+#include "schedules/loops.h"
+#include "schedules/registry.h"
+#include "schedules/tiling.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+/** Cycles one TDPBF16PS occupies the tile unit (one row of the 16-row tile per cycle). */
+constexpr double kTileMultiplyCycles = 16;
+
+struct AmxDwTiles {
+  int kk = 2;      ///< positions per tile multiply: the largest even divisor of We up to 32
+  int ch = 1;      ///< output rows per reduction chunk (divides Ho)
+  int64_t tiles = 1;
+};
+
+int padded_row(const Problem& p) { return (int)(p.geo.out[2] + p.geo.out[2] % 2); }
+
+AmxDwTiles tiles_of(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  AmxDwTiles t;
+  const int we = padded_row(p);
+  for (int k = std::min(32, we); k >= 2; --k)
+    if (k % 2 == 0 && we % k == 0) {
+      t.kk = k;
+      break;
+    }
+  // ~512 positions per chunk amortize reading the tile back; a chunk's rows stay in L2.
+  t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / we));
+  t.tiles = (p.group.cout_g / 16) * g.kernel[2] * g.kernel[1] * p.group.cin1_g * g.kernel[0] *
+            p.group.real_g;
+  return t;
+}
+
+class DwAmx final : public DwSchedule {
+ public:
+  std::string name() const override { return "dw_amx"; }
+  std::string why_not(const Problem& p) const override {
+    if (p.in_dtype != DType::kBFloat16) return "bf16 inputs only (AMX-BF16 tiles multiply bf16)";
+    if (p.group.cout_g % 16 != 0)
+      return "cout_g " + std::to_string(p.group.cout_g) + " is not a multiple of 16 (whole tiles)";
+    if (const std::string why = dw_accumulator_why_not(p); !why.empty()) return why;
+    // The kernel compiles without LargeBuffers (lower::Lowered::target): byte offsets are int32.
+    const ConvGeometry& g = p.geo;
+    const double x_bytes = 2.0 * g.n * g.in[0] * (g.in[1] + g.pads[2] + g.pads[3]) * padded_w(p) *
+                           g.cin1() * 16;
+    const double bytes = std::max(x_bytes, dy_elems(p) * 2);
+    if (bytes >= 2147483648.0)
+      return "a buffer of " + std::to_string(int64_t(bytes)) +
+             " bytes: Halide lowers AMX tiles with 32-bit offsets only (2 GiB)";
+    return "";
+  }
+  std::string why_not_on(const Halide::Target& t) const override {
+    return has_amx_bf16(t) ? ""
+                           : "the target has no AMX-BF16 (avx512_sapphirerapids), or the OS did "
+                             "not grant this process the AMX tile state";
+  }
+  bool uses_amx_tiles() const override { return true; }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    const AmxDwTiles t = tiles_of(p);
+    std::ostringstream s;
+    s << "AMX-BF16 tile 16c0 x 16n, " << t.kk << " positions per tile multiply, " << t.tiles
+      << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
+      << padded_row(p) << " cols, x staged transposed, dy as position pairs";
+    return s.str();
+  }
+  void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override;
+  Estimate estimate(const Problem& p, const Context& ctx) const override;
+};
+
+Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
+  const ConvGeometry& g = p.geo;
+  const GroupDict& gd = p.group;
+  const AmxDwTiles t = tiles_of(p);
+  const int we = padded_row(p);
+  LoopNest n;
+  n.threads = ctx.threads;
+  // A step: the x tile (16 lane rows) and the dy tile (kk/2 rows of 64 bytes), one multiply.
+  n.tile.fmas = 0;
+  n.tile.loads = 16 + t.kk / 2.0;
+  n.tile.accumulators = 1, n.tile.operands = 0;
+  n.tile.unit_cycles = kTileMultiplyCycles;
+  n.steps_per_visit = double(t.ch) * we / t.kk;
+  n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
+  // A visit streams ch rows of x (16 lanes, the row's positions) and of dy (16 channels).
+  n.visit_bytes = t.ch * 2.0 * (16.0 * we + 16.0 * we);
+  n.visit_footprint = (int64_t)n.visit_bytes;
+  const int64_t x_rows = x_rows_of(p, t.ch), w_pad = padded_w(p);
+  n.chunk_footprint = x_rows * w_pad * 32 * gd.cin1_g * gd.real_g * g.kernel[0] +
+                      int64_t(t.ch) * we * 2 * gd.cout_g * gd.real_g;
+  n.units = t.tiles;
+  // Passes: every thread stages each chunk for its own tiles (x transposed, dy as pairs, both
+  // bf16), the output stage and the per-chunk additions of the tile read back.
+  const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
+  const double restage = double(g.kernel[0]) / g.stride[0] * x_rows / (double(t.ch) * g.stride[1]);
+  const double stagers = double(std::min<int64_t>(ctx.threads, t.tiles));
+  n.pass_bytes = stagers * (x_elems * restage + dy_elems(p)) * (input_bytes(p) + 2) +
+                 dw_out_elems(p) * 8 + n.visits * 16 * 16 * 4 * 2;
+  const double executed = n.visits * n.steps_per_visit * 16.0 * 16 * t.kk;
+  n.lane_use = std::min(1.0, g.flops() / 2 / executed);
+  return evaluate(n, Machine::of(ctx.target));
+}
+
+void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const {
+  const AmxDwTiles t = tiles_of(p);
+  a.use_tiles();
+  DwReduction red = split_dw_reduction(a.acct, a.rt, p, 1, t.ch);
+  red.body.compute_root().vectorize(a.n, 16);
+  Var no("no"), ni("ni");
+  Stage s = red.body.update();
+  s.split(a.n, no, ni, 16)
+      .reorder(ni, a.c0, no, a.kw, a.kh, a.c1g, a.kd, a.g, red.chunk, red.mid, red.outer);
+  const Var tgi = spread_tiles(s, {no, a.kw, a.kh, a.c1g, a.kd, a.g}, t.tiles, ctx.threads, red,
+                               1, {ni, a.c0}, {});
+  s.vectorize(ni).unroll(a.c0);
+
+  // Staging per reduction chunk, in cache right before the thread's tiles consume it.
+  a.xT.compute_at(red.body, red.chunk).reorder(a.c0, a.wq).vectorize(a.c0);
+  a.dyV.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(a.n, 16);
+
+  // The chunk's tile, read back through a tile store (rows padded to 32 lanes: a 2-D store).
+  Func back = red.intm.in();
+  back.compute_at(red.body, tgi).align_storage(a.n, 32).vectorize(a.n).vectorize(a.c0);
+  red.intm.compute_at(red.body, tgi).store_in(MemoryType::AMXTile).vectorize(a.n).vectorize(a.c0);
+  RVar ko("ko"), ki("ki");
+  red.intm.update()
+      .split(a.rt[0], ko, ki, t.kk)
+      .reorder({ki, a.n, a.c0, ko, red.rows})
+      .atomic()
+      .vectorize(ki)
+      .vectorize(a.n)
+      .vectorize(a.c0);
+
+  stage_root(a.out, a.c0, 0, {a.kd, a.g}, {"kdg"});
+}
+
+}  // namespace
+
+const DwSchedule* dw_amx_schedule() { return the<DwAmx>(); }
+
+}  // namespace tbex::sched
