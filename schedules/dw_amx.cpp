@@ -121,7 +121,8 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   const AmxDwTiles t = tiles_of(p);
   a.use_tiles();
   DwReduction red = split_dw_reduction(a.acct, a.rt, p, 1, t.ch);
-  red.body.compute_root().vectorize(a.n, 16);
+  // Whole tiles even where the output reads fewer valid lanes (a block of < 16 input channels).
+  red.body.compute_root().bound(a.c0, 0, 16).vectorize(a.n, 16);
   Var no("no"), ni("ni");
   Stage s = red.body.update();
   s.split(a.n, no, ni, 16)
