@@ -31,6 +31,11 @@ struct Calibration {
    * each of `threads` threads streaming at once. */
   double bw1[4] = {0, 0, 0, 0}, bw_mt[4] = {0, 0, 0, 0};
   double parallel_for_cycles = 0;  ///< an empty parallel-for over the pool, fork to join
+  /** Cycles from one AMX-BF16 tile multiply (TDPBF16PS, 16 x 16 fp32 += 16 x 32 x 16 bf16) to
+   * the next on the same accumulator tile, the rate of a schedule with one tile register per
+   * output (all Halide 21 lowers); 0 where the CPU has no AMX-BF16 or the OS refused the tile
+   * state. */
+  double tile_multiply_cycles = 0;
   double seconds = 0;              ///< how long the suite took
 };
 

@@ -38,6 +38,7 @@ void apply(const Calibration& c, Machine& m) {
     m.l3_bw_mt = c.bw_mt[2], m.dram_bw_mt = c.bw_mt[3];
   }
   m.fork_cycles = c.parallel_for_cycles;
+  if (c.tile_multiply_cycles > 0) m.tile_multiply_cycles = c.tile_multiply_cycles;
   m.calibrated = true;
 }
 

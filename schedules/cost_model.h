@@ -70,6 +70,10 @@ struct Machine {
   /** Per core when every thread of a parallel loop streams at once (shared L3 and DRAM). */
   double l3_bw_mt = 24, dram_bw_mt = 4;
   double fork_cycles = 0;  ///< fork + join of one parallel loop (0: not priced)
+  /** Cycles from one AMX-BF16 tile multiply to the next on the same accumulator (the AMX
+   * schedules keep one tile register per output): the chain, 19 on Sapphire Rapids as the
+   * calibration suite measures it. */
+  double tile_multiply_cycles = 19;
   bool calibrated = false;  ///< the rates above were measured on this host
 
   static Machine of(const Halide::Target& target);

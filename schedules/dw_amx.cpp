@@ -21,9 +21,6 @@ namespace {
 
 using namespace Halide;
 
-/** Cycles one TDPBF16PS occupies the tile unit (one row of the 16-row tile per cycle). */
-constexpr double kTileMultiplyCycles = 16;
-
 struct AmxDwTiles {
   int kk = 2;      ///< positions per tile multiply: the largest even divisor of We up to 32
   int ch = 1;      ///< output rows per reduction chunk (divides Ho)
@@ -95,7 +92,8 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
   n.tile.fmas = 0;
   n.tile.loads = 16 + t.kk / 2.0;
   n.tile.accumulators = 1, n.tile.operands = 0;
-  n.tile.unit_cycles = kTileMultiplyCycles;
+  const Machine m = Machine::of(ctx.target);
+  n.tile.unit_cycles = m.tile_multiply_cycles;  // one accumulator: the chain's latency
   n.steps_per_visit = double(t.ch) * we / t.kk;
   n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
   // A visit streams ch rows of x (16 lanes, the row's positions) and of dy (16 channels).
@@ -114,7 +112,7 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
                  dw_out_elems(p) * 8 + n.visits * 16 * 16 * 4 * 2;
   const double executed = n.visits * n.steps_per_visit * 16.0 * 16 * t.kk;
   n.lane_use = std::min(1.0, g.flops() / 2 / executed);
-  return evaluate(n, Machine::of(ctx.target));
+  return evaluate(n, m);
 }
 
 void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const {

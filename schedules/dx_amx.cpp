@@ -20,10 +20,6 @@ namespace {
 
 using namespace Halide;
 
-/** Cycles one TDPBF16PS occupies the tile unit: 16 (one row of the 16-row tile per cycle on
- * Sapphire Rapids), whatever K; 16 x 16 x 32 multiply-adds at K = 32. */
-constexpr double kTileMultiplyCycles = 16;
-
 /** Positions per tile: always the 16 rows of a tile register (Halide 21 lowers no shorter
  * tile), positions past the row's end computed and dropped. */
 constexpr int kTileRows = 16;
@@ -80,7 +76,8 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   n.tile.fmas = 0;
   n.tile.loads = qt + kk / 2.0;
   n.tile.accumulators = 1, n.tile.operands = 0;
-  n.tile.unit_cycles = kTileMultiplyCycles;
+  const Machine m = Machine::of(ctx.target);
+  n.tile.unit_cycles = m.tile_multiply_cycles;  // one accumulator: the chain's latency
   n.steps_per_visit = gd.cout_g / kk * taps;
   n.visits = double(g.n) * g.in[0] * g.in[1] * ceil_div(g.in[2], qt) * g.cin1();
   const double w_bytes = 32.0 * gd.cout_g * taps;  // one input block's bf16 lane pairs
@@ -97,7 +94,7 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   // Multiply-adds the tiles execute, useful or not (a shifted last tile repeats positions).
   const double executed = n.visits * n.steps_per_visit * 16.0 * qt * kk;
   n.lane_use = std::min(1.0, g.flops() / 2 / executed);
-  return evaluate(n, Machine::of(ctx.target));
+  return evaluate(n, m);
 }
 
 void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {

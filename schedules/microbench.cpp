@@ -8,7 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include <cpuid.h>
+#include <immintrin.h>
+
 #include "schedules/calibrate.h"
+#include "tbex/amx.h"
 #include "tbex/thread_pool.h"
 
 namespace tbex::sched {
@@ -145,6 +149,38 @@ double read_bw(const char* buf, long bytes, int threads, double ghz) {
   return double(bytes) * reps / (best_of(3, run) * ghz * 1e9);
 }
 
+/** CPUID says AMX-TILE and AMX-BF16 (leaf 7: EDX bits 24 and 22). */
+bool cpu_has_amx_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (d >> 24 & 1) && (d >> 22 & 1);
+}
+
+/** Cycles between dependent TDPBF16PS on one accumulator (tmm0 += tmm1 x tmm2, all 16 rows of
+ * 64 bytes, operands zero: no denormals). The caller holds the tile permission. */
+__attribute__((target("amx-tile,amx-bf16"))) double tile_chain_cycles(double ghz) {
+  alignas(64) unsigned char cfg[64] = {};
+  cfg[0] = 1;  // palette 1: colsb (uint16) at byte 16 + 2t, rows at byte 48 + t
+  for (int t = 0; t < 3; ++t) cfg[16 + 2 * t] = 64, cfg[48 + t] = 16;
+  alignas(64) static const uint16_t zeros[16 * 32] = {};
+  _tile_loadconfig(cfg);
+  _tile_zero(0);
+  _tile_loadd(1, zeros, 64);
+  _tile_loadd(2, zeros, 64);
+  const long n = 2000;
+  auto run = [&] {
+    for (long i = 0; i < n; ++i) {
+#define T_MUL(k) _tile_dpbf16ps(0, 1, 2);
+      MB_R12(T_MUL)
+#undef T_MUL
+    }
+  };
+  run();
+  const double s = best_of(5, run);
+  _tile_release();
+  return s * ghz * 1e9 / (12.0 * n);
+}
+
 }  // namespace
 
 Calibration measure_host() {
@@ -188,6 +224,8 @@ Calibration measure_host() {
     }
     std::free(raw);
   }
+
+  if (cpu_has_amx_bf16() && amx_tiles_permitted()) c.tile_multiply_cycles = tile_chain_cycles(c.ghz);
 
   // Fork and join of an empty parallel-for as wide as the pool.
   auto empty = [](void*, int, uint8_t*) { return 0; };

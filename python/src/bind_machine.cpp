@@ -46,7 +46,8 @@ void define_machine(pyb::module_& m) {
                              {"dram_bw", mm.dram_bw},
                              {"l3_bw_mt", mm.l3_bw_mt},
                              {"dram_bw_mt", mm.dram_bw_mt},
-                             {"fork_cycles", mm.fork_cycles}};
+                             {"fork_cycles", mm.fork_cycles},
+                             {"tile_multiply_cycles", mm.tile_multiply_cycles}};
         out["model"] = json::to_text(model);
         return out;
       },

@@ -30,6 +30,9 @@ def describe(remeasure: bool = False) -> str:
             lines.append(f"  {level:5s} {one[level]:8.2f} | {many[level]:8.2f}")
         lines.append(f"empty parallel-for on {c['threads']} threads: "
                      f"{c['parallel_for_cycles']:.0f} cycles")
+        amx = c["amx_bf16_tile_multiply_cycles"]
+        lines.append(f"AMX-BF16: dependent tile multiplies every {amx:.1f} cycles" if amx > 0 else
+                     "AMX-BF16: not measured (no AMX-BF16, or the OS refused the tile state)")
     m = json.loads(info["model"])
     lines.append("cost model inputs for the host target (" +
                  ("calibrated" if m["calibrated"] else "built-in constants") + "):")
