@@ -21,8 +21,8 @@ namespace tbex::sched {
 namespace {
 
 // Bumped when the suite measures something differently: older files are re-measured.
-// 2: the clock from register adds (format 1's immediate adds read 23 GHz on Golden Cove), and
-// the AMX tile multiply chain.
+// 2: the clock from register adds (format 1's immediate adds read 23 GHz on Golden Cove), the
+// AMX tile multiply chain and the VDPBF16PS rate.
 constexpr int kFormat = 2;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
@@ -148,6 +148,7 @@ json::Value to_json(const Calibration& c) {
           {"read_bytes_per_cycle_per_core_all_threads", bw_mt},
           {"parallel_for_cycles", c.parallel_for_cycles},
           {"amx_bf16_tile_multiply_cycles", c.tile_multiply_cycles},
+          {"avx512_bf16_dot_per_cycle", c.bf16_dot_per_cycle},
           {"seconds", c.seconds}};
 }
 
@@ -170,6 +171,7 @@ Calibration calibration_from_json(const json::Value& v, const std::string& path)
   c.parallel_for_cycles = json::as_number(json::member(v, "parallel_for_cycles", path), path);
   c.tile_multiply_cycles =
       json::as_number(json::member(v, "amx_bf16_tile_multiply_cycles", path), path);
+  c.bf16_dot_per_cycle = json::as_number(json::member(v, "avx512_bf16_dot_per_cycle", path), path);
   c.seconds = json::as_number(json::member(v, "seconds", path), path);
   user_check(c.ghz > 0, code::kValue, path.c_str(), path + ": ghz is not positive");
   return c;

@@ -36,6 +36,10 @@ struct Calibration {
    * output (all Halide 21 lowers); 0 where the CPU has no AMX-BF16 or the OS refused the tile
    * state. */
   double tile_multiply_cycles = 0;
+  /** 512-bit VDPBF16PS (AVX512_BF16: 16 lanes x 2 bf16 products) retired per cycle, independent;
+   * 0 where the CPU lacks it. Sapphire Rapids: 0.46 (a quarter of its FMA rate), which makes the
+   * pair form slower there than fp32 FMAs on converted operands. */
+  double bf16_dot_per_cycle = 0;
   double seconds = 0;              ///< how long the suite took
 };
 

@@ -39,6 +39,7 @@ void apply(const Calibration& c, Machine& m) {
   }
   m.fork_cycles = c.parallel_for_cycles;
   if (c.tile_multiply_cycles > 0) m.tile_multiply_cycles = c.tile_multiply_cycles;
+  if (m.lanes >= 16 && c.bf16_dot_per_cycle > 0) m.dot_pipes = c.bf16_dot_per_cycle;
   m.calibrated = true;
 }
 
@@ -52,6 +53,12 @@ bool has_bf16_dot(const Halide::Target& target) {
 bool has_amx_bf16(const Halide::Target& target) {
   if (!target.has_feature(Halide::Target::AVX512_SapphireRapids)) return false;
   return !runs_on_host(target) || amx_tiles_permitted();
+}
+
+bool bf16_dots_pay(const Halide::Target& target) {
+  if (!has_bf16_dot(target)) return false;
+  const Machine m = Machine::of(target);
+  return m.dot_pipes <= 0 || 2 * m.dot_pipes > m.fma_pipes;
 }
 
 int vector_registers(const Halide::Target& target) {
@@ -106,7 +113,8 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   t.fmas *= w, t.loads = (t.loads - t.broadcasts) * w + t.broadcasts, t.extra_ops *= w;
   t.accumulators = int(t.accumulators * w), t.operands = int(t.operands * w);
   // One reduction step: the busiest port, or the dependency chain of an accumulator.
-  double step = std::max({t.fmas / m.fma_pipes, t.loads / m.load_pipes,
+  const double mul_pipes = t.dots && m.dot_pipes > 0 ? m.dot_pipes : m.fma_pipes;
+  double step = std::max({t.fmas / mul_pipes, t.loads / m.load_pipes,
                           (t.fmas + t.loads + t.extra_ops) / m.issue,
                           m.fma_latency * t.fmas / std::max(1, t.accumulators), t.unit_cycles});
   e.registers = t.accumulators + t.operands;

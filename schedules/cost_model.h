@@ -24,6 +24,11 @@ namespace tbex::sched {
 /** Whether `target` computes dot products of bf16 pairs natively (VDPBF16PS, AVX512_BF16: Halide's
  * avx512_zen4 and avx512_sapphirerapids targets), two products per fp32 lane and instruction. */
 bool has_bf16_dot(const Halide::Target& target);
+/** Whether `target`'s bf16 pair dot products beat fp32 FMAs on converted operands: native
+ * (has_bf16_dot) and, by the host's calibration, more than half the FMA rate (two products per
+ * lane each). Sapphire Rapids runs VDPBF16PS at a quarter of its FMA rate: the pair form is then
+ * twice as slow (g dX bf16: 36 ms with FMAs, 74 with pairs), and the schedules keep to FMAs. */
+bool bf16_dots_pay(const Halide::Target& target);
 
 /** Whether kernels for `target` may multiply bf16 tiles on AMX (TDPBF16PS): Halide's
  * avx512_sapphirerapids target, whose CPUs have AMX-BF16, and, for code that runs on this host,
@@ -74,6 +79,9 @@ struct Machine {
    * schedules keep one tile register per output): the chain, 19 on Sapphire Rapids as the
    * calibration suite measures it. */
   double tile_multiply_cycles = 19;
+  /** bf16 pair dot products (VDPBF16PS, one per 16 lanes) per cycle; 0: at fma_pipes (the
+   * uncalibrated assumption, right on Zen 4). */
+  double dot_pipes = 0;
   bool calibrated = false;  ///< the rates above were measured on this host
 
   static Machine of(const Halide::Target& target);
@@ -89,7 +97,8 @@ struct RegisterTile {
   double broadcasts = 0;  ///< of `loads`, the scalar broadcasts: one machine load at any width
                           ///< (the other loads are 16-lane vectors: two ymm loads on AVX2)
   double unit_cycles = 0;  ///< cycles a step occupies a unit beside the vector ports (an AMX
-                           ///< tile multiply: the TMUL's throughput)
+                           ///< tile multiply)
+  bool dots = false;       ///< the multiply-adds are bf16 pair dot products (Machine::dot_pipes)
 };
 
 /** A schedule's loop nest as the model sees it. */

@@ -61,7 +61,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   {
     const VariantFields asked = space().parse(ctx.variant);
     t.pair = asked.count("pair") ? asked.at("pair")
-                                 : pairs_apply(p) && has_bf16_dot(ctx.target) ? 2 : 1;
+                                 : pairs_apply(p) && bf16_dots_pay(ctx.target) ? 2 : 1;
     space().require(t.pair == 1 || (t.pair == 2 && pairs_apply(p)), ctx.variant,
                     "pair must be 1, or 2 for bf16 inputs whose x rows are staged and whose "
                     "staging does not dominate");
@@ -148,7 +148,7 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     list.push_back(t);
   }
   // The other form, with its own chunk (pairs only where the target computes them natively).
-  if (pairs_apply(p) && (d.pair == 2 || has_bf16_dot(ctx.target))) {
+  if (pairs_apply(p) && (d.pair == 2 || bf16_dots_pay(ctx.target))) {
     Context other = own;
     other.variant = "pair=" + std::to_string(3 - d.pair);
     list.push_back(choose_tiles(p, other));
@@ -168,6 +168,7 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   // Pair tiles keep every channel's broadcast pair live (as dx_tiled's do).
   n.tile = {double(t.nt * t.kwt), double(t.kwt + t.nt), t.nt * t.kwt,
             t.pair == 2 ? t.kwt + t.nt : t.kwt + 1, 0, double(t.nt)};
+  n.tile.dots = t.pair == 2;
   const int64_t tiles = ceil_div(gd.cout_g, t.nt) * ceil_div(g.kernel[2], t.kwt) * g.kernel[1] *
                         gd.cin1_g * g.kernel[0] * gd.real_g;
   // A pair step is one dot-product instruction per accumulator for two output rows.

@@ -46,6 +46,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   n.tile = {double(t.qt * t.ct), double(t.qt * spanned + t.ct), t.qt * t.ct,
             t.pair == 2 ? t.qt + std::min(t.ct, 2) : t.ct + spanned, 0,
             double(t.qt * spanned)};
+  n.tile.dots = t.pair == 2;
   // Each phase's positions run the taps of that phase only (the RDom predicate).
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
                       double(g.stride[0] * g.stride[1] * g.stride[2]);

@@ -31,7 +31,7 @@ struct GemmShape {
                             ///< tiles (else the widest that fits the accumulators)
   size_t cap;               ///< most candidates listed
   bool pairs = false;          ///< the algorithm has a pair form (ops::bf16_pairs): key "pair"
-  bool pairs_default = false;  ///< ... and the target computes bf16 pairs natively
+  bool pairs_default = false;  ///< ... and the target's bf16 pairs beat FMAs (bf16_dots_pay)
   Halide::Target target;       ///< its register file bounds the tile (tile_accumulators)
 };
 
@@ -70,7 +70,7 @@ class GemmTiledSchedule : public Schedule<Algorithm> {
   GemmShape shape_for(const Problem& p, const Context& ctx) const {
     GemmShape s = shape(p);
     s.pairs = pairs(p);
-    s.pairs_default = s.pairs && has_bf16_dot(ctx.target);
+    s.pairs_default = s.pairs && bf16_dots_pay(ctx.target);
     s.target = ctx.target;
     return s;
   }

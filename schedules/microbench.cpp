@@ -50,7 +50,10 @@ MB_KERNEL(y_bcast, "avx2,fma", Y_BCAST)
 #define Z_LOAD(k) "vmovups " #k "*64(%1), %%zmm" #k "\n\t"
 #define Z_BCAST(k) "vfmadd231ps " #k "*4(%1)%{1to16%}, %%zmm13, %%zmm" #k "\n\t"
 
+#define Z_DOT(k) "vdpbf16ps %%zmm13, %%zmm14, %%zmm" #k "\n\t"
+
 MB_KERNEL(z_fma, "avx512f", Z_FMA)
+MB_KERNEL(z_dot, "avx512f,avx512bf16", Z_DOT)
 MB_KERNEL(z_chain, "avx512f", Z_CHAIN)
 MB_KERNEL(z_load, "avx512f", Z_LOAD)
 MB_KERNEL(z_bcast, "avx512f", Z_BCAST)
@@ -149,6 +152,12 @@ double read_bw(const char* buf, long bytes, int threads, double ghz) {
   return double(bytes) * reps / (best_of(3, run) * ghz * 1e9);
 }
 
+/** CPUID says AVX512_BF16 (leaf 7 subleaf 1: EAX bit 5). */
+bool cpu_has_avx512_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 5 & 1);
+}
+
 /** CPUID says AMX-TILE and AMX-BF16 (leaf 7: EDX bits 24 and 22). */
 bool cpu_has_amx_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -197,6 +206,8 @@ Calibration measure_host() {
     c.w256 = width_rates(y_fma, y_chain, y_load, y_bcast, small, c.ghz);
   if (__builtin_cpu_supports("avx512f"))
     c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, small, c.ghz);
+  if (__builtin_cpu_supports("avx512f") && cpu_has_avx512_bf16())
+    c.bf16_dot_per_cycle = rate(z_dot, small, c.ghz);
 
   c.threads = std::max(1, num_threads());
   if (__builtin_cpu_supports("avx2")) {

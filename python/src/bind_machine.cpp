@@ -47,7 +47,8 @@ void define_machine(pyb::module_& m) {
                              {"l3_bw_mt", mm.l3_bw_mt},
                              {"dram_bw_mt", mm.dram_bw_mt},
                              {"fork_cycles", mm.fork_cycles},
-                             {"tile_multiply_cycles", mm.tile_multiply_cycles}};
+                             {"tile_multiply_cycles", mm.tile_multiply_cycles},
+                             {"dot_pipes", mm.dot_pipes}};
         out["model"] = json::to_text(model);
         return out;
       },

@@ -179,18 +179,18 @@ TEST(Bf16Pairs, DwPairsAreNotOfferedWhereStagingDominates) {
   EXPECT_THROW(lower::lower(p, lower::select(p, {"dw_tiled", "pair=2"}, 2, t), 2, t), UserError);
 }
 
-TEST(Bf16Pairs, AutoPicksPairsOnlyWhereTheTargetHasThem) {
+TEST(Bf16Pairs, AutoPicksPairsOnlyWhereTheyBeatFmas) {
   for (DType dt : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
     const Problem p = dw_problem(kDwCases[0], dt);
     for (const Halide::Target& t : {lower::host_target(), without_bf16_dot(lower::host_target())}) {
       const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", ""}, 2, t), 2, t);
       const bool pairs = l.schedule_detail.find("bf16 pair dot products") != std::string::npos;
-      EXPECT_EQ(pairs, dt == DType::kBFloat16 && sched::has_bf16_dot(t)) << l.schedule_detail;
+      EXPECT_EQ(pairs, dt == DType::kBFloat16 && sched::bf16_dots_pay(t)) << l.schedule_detail;
     }
   }
 }
 
-TEST(Bf16Pairs, DxAutoPicksPairsOnlyWhereTheTargetHasThem) {
+TEST(Bf16Pairs, DxAutoPicksPairsOnlyWhereTheyBeatFmas) {
   const Case& c = kCases[0];
   const ConvGeometry g = test::geometry(c);
   const Dims5 yd = test::y_dims(g), wd = test::w_dims(g);
@@ -203,7 +203,7 @@ TEST(Bf16Pairs, DxAutoPicksPairsOnlyWhereTheTargetHasThem) {
       const auto d = lower::select(p, {"dx_tiled", ""}, 2, t);
       const lower::Lowered l = lower::lower(p, d, 2, t);
       const bool pairs = l.schedule_detail.find("bf16 pair dot products") != std::string::npos;
-      EXPECT_EQ(pairs, dt == DType::kBFloat16 && sched::has_bf16_dot(t)) << l.schedule_detail;
+      EXPECT_EQ(pairs, dt == DType::kBFloat16 && sched::bf16_dots_pay(t)) << l.schedule_detail;
     }
   }
 }
