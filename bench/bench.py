@@ -684,6 +684,9 @@ def row_cells(r, notes, f32_onednn=None):
     to_ms = None
     if p is None:
         cells += ["-", ""]
+    elif "skipped" in p:
+        cells += ["skipped " + note("torch %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
+                                                            p["skipped"])), ""]
     elif "ms" not in p:
         cells += [("unsupported " if p.get("unsupported") else "ERR ")
                   + note("torch %s %s %s: %s" % (r["workload"], r["pass"], r["dtype"],
@@ -972,6 +975,10 @@ def main(argv=None):
     ap.add_argument("--halide-auto-max-s", type=float, default=5.0,
                     help="an autoscheduled kernel slower than this (s per call) is not timed for "
                          "the workload's further thread counts and dtypes (default 5)")
+    ap.add_argument("--torch-max-s", type=float, default=5.0,
+                    help="a PyTorch call slower than this (s; its f16 backward on some CPUs is a "
+                         "scalar path taking minutes) is not timed for the workload's further "
+                         "thread counts (default 5)")
     ap.add_argument("--target-sec", type=float, default=0.4,
                     help="timed seconds per measurement (k adapts to it; default 0.4)")
     ap.add_argument("--stat", choices=["median", "min"], default="median",
@@ -1044,6 +1051,7 @@ def main(argv=None):
             too_slow = {}  # autoscheduler -> why it is no longer timed for this workload and pass
             for dtype in dtypes:
                 data = Data(w, dtype)
+                torch_slow, torch_ref = None, None  # why torch is not timed further; its output
                 tcase, tcase_err = None, None
                 if tbex_mod is not None:
                     try:
@@ -1063,9 +1071,15 @@ def main(argv=None):
                         r["onednn"] = avail.measure(n, lambda: run_onednn(
                             w, pass_, dtype, n, args.target_sec, runtime))
                     ref = None
-                    if not args.no_torch:
+                    if not args.no_torch and torch_slow:
+                        r["torch"], ref = {"skipped": torch_slow}, torch_ref
+                    elif not args.no_torch:
                         r["torch"], ref = avail.measure(n, lambda: run_torch(
                             w, pass_, dtype, n, data, args.target_sec))
+                        torch_ref = ref
+                        if r["torch"].get("min_ms", 0) > 1e3 * args.torch_max_s:
+                            torch_slow = ("not timed further: %.1f s per call at %d thr > "
+                                          "--torch-max-s" % (r["torch"]["min_ms"] / 1e3, n))
                     if tbex_mod is not None:
                         if tcase_err:
                             r["tbex"] = {"error": tcase_err}
