@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "schedules/amx_tile.h"
 #include "schedules/loops.h"
-#include "schedules/registry.h"
 #include "schedules/tiling.h"
 
 namespace tbex::sched {
@@ -45,7 +45,7 @@ AmxDwTiles tiles_of(const Problem& p) {
   return t;
 }
 
-class DwAmx final : public DwSchedule {
+class DwAmx final : public AmxTileSchedule<ops::DwAlgorithm> {
  public:
   std::string name() const override { return "dw_amx"; }
   std::string why_not(const Problem& p) const override {
@@ -53,22 +53,11 @@ class DwAmx final : public DwSchedule {
     if (p.group.cout_g % 16 != 0)
       return "cout_g " + std::to_string(p.group.cout_g) + " is not a multiple of 16 (whole tiles)";
     if (const std::string why = dw_accumulator_why_not(p); !why.empty()) return why;
-    // The kernel compiles without LargeBuffers (lower::Lowered::target): byte offsets are int32.
     const ConvGeometry& g = p.geo;
     const double x_bytes = 2.0 * g.n * g.in[0] * (g.in[1] + g.pads[2] + g.pads[3]) * padded_w(p) *
                            g.cin1() * 16;
-    const double bytes = std::max(x_bytes, dy_elems(p) * 2);
-    if (bytes >= 2147483648.0)
-      return "a buffer of " + std::to_string(int64_t(bytes)) +
-             " bytes: Halide lowers AMX tiles with 32-bit offsets only (2 GiB)";
-    return "";
+    return amx_offsets_why_not(std::max(x_bytes, dy_elems(p) * 2));
   }
-  std::string why_not_on(const Halide::Target& t) const override {
-    return has_amx_bf16(t) ? ""
-                           : "the target has no AMX-BF16 (avx512_sapphirerapids), or the OS did "
-                             "not grant this process the AMX tile state";
-  }
-  bool uses_amx_tiles() const override { return true; }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const AmxDwTiles t = tiles_of(p);
     std::ostringstream s;
@@ -133,18 +122,7 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   a.xT.compute_at(red.body, red.chunk).reorder(a.c0, a.wq).vectorize(a.c0);
   a.dyV.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(a.n, 16);
 
-  // The chunk's tile, read back through a tile store (rows padded to 32 lanes: a 2-D store).
-  Func back = red.intm.in();
-  back.compute_at(red.body, tgi).align_storage(a.n, 32).vectorize(a.n).vectorize(a.c0);
-  red.intm.compute_at(red.body, tgi).store_in(MemoryType::AMXTile).vectorize(a.n).vectorize(a.c0);
-  RVar ko("ko"), ki("ki");
-  red.intm.update()
-      .split(a.rt[0], ko, ki, t.kk)
-      .reorder({ki, a.n, a.c0, ko, red.rows})
-      .atomic()
-      .vectorize(ki)
-      .vectorize(a.n)
-      .vectorize(a.c0);
+  amx_tile(red.intm, red.body, tgi, a.n, a.c0, a.rt[0], t.kk, {red.rows});
 
   stage_root(a.out, a.c0, 0, {a.kd, a.g}, {"kdg"});
 }

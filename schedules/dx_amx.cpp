@@ -11,8 +11,8 @@
  * 16 x 16 (a short or ragged row computes positions past its end and drops them). */
 #include <algorithm>
 
+#include "schedules/amx_tile.h"
 #include "schedules/loops.h"
-#include "schedules/registry.h"
 #include "schedules/tiling.h"
 
 namespace tbex::sched {
@@ -32,7 +32,7 @@ int k_step(const Problem& p) {
   return 2;  // unreachable: bf16_pairs requires an even cout_g
 }
 
-class DxAmx final : public DxSchedule {
+class DxAmx final : public AmxTileSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_amx"; }
   std::string why_not(const Problem& p) const override {
@@ -42,19 +42,8 @@ class DxAmx final : public DxSchedule {
     if (is_strided(p))
       return "a stride > 1: each stride phase walks its own taps under a predicate, which a tile "
              "multiply cannot skip (dx_tiled handles it)";
-    // The kernel compiles without LargeBuffers (lower::Lowered::target): byte offsets are int32.
-    const double bytes = std::max({dx_elems(p) * 4, staged_dy_elems(p) * 2, dy_elems(p) * 2});
-    if (bytes >= 2147483648.0)
-      return "a buffer of " + std::to_string(int64_t(bytes)) +
-             " bytes: Halide lowers AMX tiles with 32-bit offsets only (2 GiB)";
-    return "";
+    return amx_offsets_why_not(std::max({dx_elems(p) * 4, staged_dy_elems(p) * 2, dy_elems(p) * 2}));
   }
-  std::string why_not_on(const Halide::Target& t) const override {
-    return has_amx_bf16(t) ? ""
-                           : "the target has no AMX-BF16 (avx512_sapphirerapids), or the OS did "
-                             "not grant this process the AMX tile state";
-  }
-  bool uses_amx_tiles() const override { return true; }
   std::string describe(const Problem& p, const Context& ctx) const override {
     return "AMX-BF16 tile 16c0 x " + std::to_string(kTileRows) + "w, " +
            std::to_string(k_step(p)) + " channels per tile multiply, " +
@@ -103,8 +92,11 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
   // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair, dy as rows of a
   // position's channels (both bf16).
   Var row = a.wzk.args()[2], ro("ro"), ri("ri");
-  a.wzk.compute_root().split(row, ro, ri, 64, TailStrategy::GuardWithIf).vectorize(a.c0).vectorize(a.e).parallel(ro);
-  a.wzk.vectorize(a.e);
+  a.wzk.compute_root()
+      .split(row, ro, ri, 64, TailStrategy::GuardWithIf)
+      .vectorize(a.c0)
+      .vectorize(a.e)
+      .parallel(ro);
   stage_root(a.dysk, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
 
   // One tile of qt positions x 16 lanes per visit; an input block's tiles sweep its rows, so
@@ -117,25 +109,7 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
       .unroll(wi)
       .fuse(a.d, a.b, par)
       .parallel(par);
-  // The tile register is read back through a wrapper (a tile store to the stack), which the
-  // output stage reads as vectors: Halide's AMX lowering takes only plain copies out of a tile,
-  // stored as rows (a 2-D index: rows padded to 32 lanes, or Halide flattens 16 x 16 to one run).
-  Func spill = a.acct.in();
-  // Both hold a whole tile whatever part of it the row's last visit needs.
-  spill.compute_at(a.out, wo).bound_extent(a.qw, qt).align_storage(a.c0, 32).vectorize(a.c0).vectorize(a.qw);
-  a.acct.compute_at(a.out, wo)
-      .bound_extent(a.qw, qt)
-      .store_in(MemoryType::AMXTile)
-      .vectorize(a.c0)
-      .vectorize(a.qw);
-  RVar ko("ko"), ki("ki");
-  a.acct.update()
-      .split(a.rt[0], ko, ki, kk)
-      .reorder({ki, a.c0, a.qw, ko, a.rt[1], a.rt[2], a.rt[3]})
-      .atomic()
-      .vectorize(ki)
-      .vectorize(a.c0)
-      .vectorize(a.qw);
+  amx_tile(a.acct, a.out, wo, a.c0, a.qw, a.rt[0], kk, {a.rt[1], a.rt[2], a.rt[3]});
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
  * reference.cpp (the reference schedule of each op) and halide_auto.cpp (Halide's
  * autoschedulers, halide_*). Shared pieces: tile_space.h (tile variants, TBEX_*_TILE knobs,
  * candidate lists), gemm_tile.h (the GEMM register tile of dx_tiled and fwd_tiled), loops.h
- * (Halide loop-nest pieces: staging, register tiles, dW's reduction split), tiling.h (problem
- * arithmetic and applicability rules), cost_model.h. A new schedule: a file by that rule, a
+ * (Halide loop-nest pieces: staging, register tiles, dW's reduction split), amx_tile.h (the AMX
+ * tile register and where the AMX schedules apply), tiling.h (problem arithmetic and
+ * applicability rules), cost_model.h. A new schedule: a file by that rule, a
  * factory below, an entry in registry.cpp.
  *
  * Per op, a list of entries; each says why it does or does not apply to a problem (TBEX_LOG=

@@ -221,11 +221,18 @@ TEST_P(AmxDwTest, NativeTilesMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, AmxDwTest, ::testing::Range(0, (int)std::size(kDwCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kDwCases[i.param].name; });
 
+/** Why schedule `name` of registry `reg` does not apply to p on t ("" when it does). */
+template <class S>
+std::string why(const std::vector<const S*>& reg, const char* name, const Problem& p,
+                const Halide::Target& t) {
+  const S* s = sched::find_schedule(reg, name);
+  const std::string w = s->why_not(p);
+  return w.empty() ? s->why_not_on(t) : w;
+}
+
 TEST(Amx, WhyNotNamesTheDtypeTheStrideAndTheTarget) {
   const auto why = [](const Problem& p, const Halide::Target& t) {
-    const sched::DxSchedule* s = sched::find_schedule(sched::dx_registry(), "dx_amx");
-    const std::string w = s->why_not(p);
-    return w.empty() ? s->why_not_on(t) : w;
+    return tbex::why(sched::dx_registry(), "dx_amx", p, t);
   };
   const Halide::Target host = lower::host_target();
   for (DType dt : {DType::kFloat32, DType::kFloat16})
@@ -240,6 +247,21 @@ TEST(Amx, WhyNotNamesTheDtypeTheStrideAndTheTarget) {
   EXPECT_EQ(why(dx_problem(kCases[0], DType::kBFloat16), spr), "");
 }
 
+TEST(Amx, DwWhyNotNamesTheDtypeAndTheTarget) {
+  const auto why = [](const Problem& p, const Halide::Target& t) {
+    return tbex::why(sched::dw_registry(), "dw_amx", p, t);
+  };
+  const Halide::Target host = lower::host_target();
+  for (DType dt : {DType::kFloat32, DType::kFloat16})
+    EXPECT_NE(why(dw_problem(kDwCases[0], dt), host).find("bf16 inputs only"), std::string::npos);
+  // Strides along w are stride phases of the transposed x: they apply.
+  EXPECT_TRUE(why(dw_problem(kDwCases[1], DType::kBFloat16), without_amx(host)).find("avx512_sapphirerapids") !=
+              std::string::npos);
+  const Halide::Target spr("x86-64-windows-avx-avx2-avx512-avx512_skylake-avx512_cannonlake-"
+                           "avx512_sapphirerapids-f16c-fma-sse41");
+  EXPECT_EQ(why(dw_problem(kDwCases[1], DType::kBFloat16), spr), "");
+}
+
 TEST(Amx, AutoPicksTilesOnlyWhereTheTargetHasThem) {
   // A layer whose tiles are full (64 channels, W = 32): the tile multiplies beat VDPBF16PS.
   const Case c{"layer", 1, 64, 64, 1, {8, 8, 32}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}};
@@ -250,6 +272,11 @@ TEST(Amx, AutoPicksTilesOnlyWhereTheTargetHasThem) {
               dt == DType::kBFloat16 && sched::has_amx_bf16(host))
         << dtype_name(dt);
     EXPECT_NE(lower::select(p, {"auto", ""}, 1, without_amx(host)).schedule, "dx_amx");
+    const Problem q = dw_problem(c, dt);
+    EXPECT_EQ(lower::select(q, {"auto", ""}, 1, host).schedule == "dw_amx",
+              dt == DType::kBFloat16 && sched::has_amx_bf16(host))
+        << dtype_name(dt);
+    EXPECT_NE(lower::select(q, {"auto", ""}, 1, without_amx(host)).schedule, "dw_amx");
   }
 }
 
@@ -265,6 +292,29 @@ TEST(Amx, ResultIsTheSameAtAnyThreadCount) {
     auto k = compile(p, CompileOptions{"dx_amx"});
     outs.emplace_back(test::count(p.dx_shape()), -7.0f);
     k->run_dense({o.fz.data(), o.y6.data()}, outs.back().data());
+  }
+  set_num_threads(before);
+  EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4));
+}
+
+TEST(Amx, DwResultIsTheSameAtAnyThreadCount) {
+  if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
+  const Case& c = kDwCases[1];
+  const Problem p = dw_problem(c, DType::kBFloat16);
+  const ConvGeometry g = test::geometry(c);
+  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
+  auto xb = test::encode(test::random_eighths(test::count({xd.begin(), xd.end()}), 51), DType::kBFloat16);
+  auto yb = test::encode(test::random_eighths(test::count({yd.begin(), yd.end()}), 52), DType::kBFloat16);
+  std::vector<uint8_t> x6(test::count(shape_6hd(xd)) * 2), y6(test::count(shape_6hd(yd)) * 2);
+  ncdhw_to_6hd(xb.data(), x6.data(), xd, 2);
+  ncdhw_to_6hd(yb.data(), y6.data(), yd, 2);
+  std::vector<std::vector<float>> outs;
+  const int before = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    auto k = compile(p, CompileOptions{"dw_amx"});
+    outs.emplace_back(test::count(p.dw_shape()), -7.0f);
+    k->run_dense({x6.data(), y6.data()}, outs.back().data());
   }
   set_num_threads(before);
   EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4));

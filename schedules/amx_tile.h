@@ -1,0 +1,44 @@
+#pragma once
+/** What the AMX-BF16 schedules (dx_amx, dw_amx) share: where they apply and the tile register.
+ *
+ * Halide 21 lowers an accumulator stored in MemoryType::AMXTile to tile instructions only in a
+ * fixed shape: one 16 x 16 fp32 tile per allocation (so one accumulator per output tile: no
+ * blocking), its update one vectorized multiply-add over (K, lanes, rows) with unpredicated
+ * loads whose offsets sit inside one index of each operand, 32-bit index arithmetic, and reads
+ * out of the tile only as plain row copies. docs/arithmetic.md gives the contract. */
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "schedules/cost_model.h"
+#include "schedules/registry.h"
+
+namespace tbex::sched {
+
+/** "" when every buffer a tile kernel indexes (`bytes`, the largest) fits the 32-bit offsets it
+ * compiles with (lower::Lowered::target drops LargeBuffers), else why not. */
+std::string amx_offsets_why_not(double bytes);
+
+/** A schedule of AMX tile multiplies: it applies only where the target has AMX-BF16 and this
+ * process may use it, and its kernels need the tile permission (AOT wrappers ask for it). */
+template <class Algorithm>
+class AmxTileSchedule : public Schedule<Algorithm> {
+ public:
+  std::string why_not_on(const Halide::Target& t) const override {
+    return has_amx_bf16(t) ? ""
+                           : "the target has no AMX-BF16 (avx512_sapphirerapids), or the OS did "
+                             "not grant this process the AMX tile state";
+  }
+  bool uses_amx_tiles() const override { return true; }
+};
+
+/** `acc` (lanes `j` innermost, rows `i`) as one tile register computed at `at` of `owner`,
+ * always 16 rows (rows past what the owner needs are computed and dropped); its update one tile
+ * multiply per `kk` of the reduction `k`, walking `outer` (the rest of the reduction, innermost
+ * first) outside. Its consumers read it through a tile store to the stack, rows padded to 32
+ * lanes (unpadded, Halide flattens the 16 x 16 store to one run, which is not a tile store). */
+void amx_tile(Halide::Func acc, Halide::Func owner, const Halide::Var& at, const Halide::Var& j,
+              const Halide::Var& i, const Halide::RVar& k, int kk,
+              const std::vector<Halide::VarOrRVar>& outer);
+
+}  // namespace tbex::sched
