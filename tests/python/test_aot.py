@@ -148,6 +148,22 @@ int main(int argc, char** argv) {{
 """
 
 
+def run_consumer(tmp_path, meta, name, a, b, shape):
+    """Builds CONSUMER against kernel_meta's NAME.a and runs it on inputs a, b: the output."""
+    (tmp_path / "consumer.c").write_text(CONSUMER.format(name=name))
+    exe = tmp_path / "consumer"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", "-I", str(meta), "-c",
+                    str(tmp_path / "consumer.c"), "-o", str(tmp_path / "consumer.o")], check=True)
+    subprocess.run(["c++", str(tmp_path / "consumer.o"), str(meta / (name + ".a")),
+                    aot.runtime_library(), str(meta / "tbex_halide_runtime.a"), "-lpthread", "-ldl",
+                    "-o", str(exe)], check=True)
+    a.tofile(tmp_path / "a.bin")
+    b.tofile(tmp_path / "b.bin")
+    subprocess.run([str(exe), str(tmp_path / "a.bin"), str(tmp_path / "b.bin"),
+                    str(tmp_path / "out.bin")], check=True, timeout=60)
+    return np.fromfile(tmp_path / "out.bin", np.float32).reshape(shape)
+
+
 def test_dsl_build_writes_kernel_meta_that_links_and_runs(tmp_path):
     rng = np.random.default_rng(0)
     x = (rng.integers(-8, 9, (1, 4, 1, 6, 6, 16)) / 8).astype(np.float16)
@@ -165,18 +181,7 @@ def test_dsl_build_writes_kernel_meta_that_links_and_runs(tmp_path):
     assert m["problem"] == res.problem.canonical and m["schedule"] == kernel.schedule
     expected = kernel(x, dy)
 
-    (tmp_path / "consumer.c").write_text(CONSUMER.format(name="dw_meta"))
-    exe = tmp_path / "consumer"
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", "-I", str(meta), "-c",
-                    str(tmp_path / "consumer.c"), "-o", str(tmp_path / "consumer.o")], check=True)
-    subprocess.run(["c++", str(tmp_path / "consumer.o"), str(meta / "dw_meta.a"),
-                    aot.runtime_library(), str(meta / "tbex_halide_runtime.a"), "-lpthread", "-ldl",
-                    "-o", str(exe)], check=True)
-    x.tofile(tmp_path / "x.bin")
-    dy.tofile(tmp_path / "dy.bin")
-    subprocess.run([str(exe), str(tmp_path / "x.bin"), str(tmp_path / "dy.bin"),
-                    str(tmp_path / "out.bin")], check=True, timeout=60)
-    got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(expected.shape)
+    got = run_consumer(tmp_path, meta, "dw_meta", x, dy, expected.shape)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6 * np.abs(expected).max())
     assert np.abs(expected).max() > 0
 
@@ -224,16 +229,5 @@ def test_amx_kernel_links_and_runs_in_a_c_program(tmp_path):
     expected = kernel(w, dy)
     assert np.abs(expected).max() > 0
 
-    (tmp_path / "consumer.c").write_text(CONSUMER.format(name="dx_amx_meta"))
-    exe = tmp_path / "consumer"
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", "-I", str(meta), "-c",
-                    str(tmp_path / "consumer.c"), "-o", str(tmp_path / "consumer.o")], check=True)
-    subprocess.run(["c++", str(tmp_path / "consumer.o"), str(meta / "dx_amx_meta.a"),
-                    aot.runtime_library(), str(meta / "tbex_halide_runtime.a"), "-lpthread", "-ldl",
-                    "-o", str(exe)], check=True)
-    w.tofile(tmp_path / "w.bin")
-    dy.tofile(tmp_path / "dy.bin")
-    subprocess.run([str(exe), str(tmp_path / "w.bin"), str(tmp_path / "dy.bin"),
-                    str(tmp_path / "out.bin")], check=True, timeout=60)
-    got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(expected.shape)
+    got = run_consumer(tmp_path, meta, "dx_amx_meta", w, dy, expected.shape)
     np.testing.assert_array_equal(got, expected)
