@@ -53,6 +53,11 @@ class DwAmx final : public AmxTileSchedule<ops::DwAlgorithm> {
     if (p.group.cout_g % 16 != 0)
       return "cout_g " + std::to_string(p.group.cout_g) + " is not a multiple of 16 (whole tiles)";
     if (const std::string why = dw_accumulator_why_not(p); !why.empty()) return why;
+    // Halide 21 lowers no tile multiply of so few positions (Wo = 2 was rejected), and such
+    // rows would leave the unit mostly idle.
+    if (tiles_of(p).kk < 6)
+      return "rows of " + std::to_string(p.geo.out[2]) +
+             " output positions: a tile multiply would take fewer than 6";
     const ConvGeometry& g = p.geo;
     const double x_bytes = 2.0 * g.n * g.in[0] * (g.in[1] + g.pads[2] + g.pads[3]) * padded_w(p) *
                            g.cin1() * 16;
