@@ -1,8 +1,8 @@
 /** dx_tiled: the dense dX GEMM. M = input positions (qw..., in the stride-phase frame), N = input
  * channels (c0, c1), K = output channels x taps of the phase: the GEMM register tile of
  * schedules/gemm_tile.h, QT positions x CT channel blocks. With strides the tile lives in the
- * phase frame (all QT positions share one phase, so one tap set), computed per output depth
- * slice and scattered back to 6HD while it is in L2. */
+ * phase frame (all QT positions share one phase, so one tap set) and is stored straight to its
+ * 6HD places (the algorithm's scatter form). */
 #include <algorithm>
 
 #include "schedules/gemm_tile.h"
@@ -68,12 +68,11 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   n.chunk_footprint = int64_t(w_bytes) +
                       int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * gd.cout_g * 4 * gd.real_g;
   n.units = g.n * phase_extent(p, 0) * g.stride[0];
-  // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach), the phase
-  // scatter back to 6HD when strided (per depth slice, from L2: only the writes count).
+  // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach); the tiles
+  // store dX in place, strided or not.
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
-  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
-                 (is_strided(p) ? dx_elems(p) * 4 : 0);
+  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes);
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
   return evaluate(n, Machine::of(ctx.target));
 }
@@ -95,30 +94,39 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
   }
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
   if (a.strided) {
-    // The phase frame is computed per output depth slice (one qd, pd) right before that
-    // slice is scattered back to 6HD, so it stays in L2: at root it would be a second
-    // dx-sized buffer, allocated (page faults) and streamed through memory twice per call.
-    a.out.compute_root().vectorize(c0).parallel(a.d);
-    a.dxp.compute_at(a.out, a.d)
-        .split(qw, wo, wi, t.qt)
+    // Each tile is stored straight to its 6HD places (every sw-th position of a row) while
+    // the next ones compute: the whole output written in a pass of its own stalls on memory
+    // (the seed's dX spent half its time there). Batch and depth phases run in parallel
+    // (nested when the batch alone is too short for the threads).
+    const RDom rs = a.use_scatter();
+    RVar rwo("rwo"), rwi("rwi");
+    a.out.update()
+        .split(rs[0], rwo, rwi, t.qt, TailStrategy::GuardWithIf)
         .split(c1, c1o, c1i, t.ct)
-        .reorder(c0, wi, c1i, wo, a.pw, a.qh, a.ph, c1o, a.qd, a.pd, b)
+        .reorder(c0, rwi, c1i, rwo, rs[1], rs[2], rs[3], c1o, rs[4], rs[5], b)
         .vectorize(c0)
-        .unroll(wi)
-        .unroll(c1i);
-  } else {
-    a.out.compute_root()
-        .split(a.w, wo, wi, t.qt)
-        .split(c1, c1o, c1i, t.ct)
-        .reorder(c0, wi, c1i, wo, a.h, c1o, a.d, b)
-        .vectorize(c0)
-        .unroll(wi)
+        .unroll(rwi)
         .unroll(c1i)
-        .fuse(a.d, b, par)
-        .parallel(par);
+        .allow_race_conditions()  // no race: see DxAlgorithm::use_scatter
+        .parallel(b)
+        .parallel(rs[4]);
+    register_tile(acc, a.out, rwo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2);
+    // A row whose phase has fewer positions (W not a multiple of sw) ends in a shorter tile;
+    // the tile keeps its constant extent (its registers), computing a few phase-frame
+    // positions no one stores.
+    acc.bound_extent(qw, t.qt);
+    return;
   }
-  register_tile(acc, a.strided ? a.dxp : a.out, wo, c0, qw, c1, t.pair == 2 ? a.rp : a.r,
-                t.pair == 2);
+  a.out.compute_root()
+      .split(a.w, wo, wi, t.qt)
+      .split(c1, c1o, c1i, t.ct)
+      .reorder(c0, wi, c1i, wo, a.h, c1o, a.d, b)
+      .vectorize(c0)
+      .unroll(wi)
+      .unroll(c1i)
+      .fuse(a.d, b, par)
+      .parallel(par);
+  register_tile(acc, a.out, wo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2);
 }
 
 }  // namespace

@@ -26,9 +26,9 @@ void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct) {
   if (ct < p.group.cin1_g) wz.reorder_storage(a.c0, a.n, a.kw, a.kh, a.kd, a.c1g, a.g);
 }
 
-void register_tile(Func acc, Func owner, const Var& at, const Var& c0, const Var& pos,
+void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, const Var& pos,
                    const Var& blk, const RDom& r, bool pairs) {
-  acc.compute_at(owner, at).vectorize(c0).unroll(pos).unroll(blk);
+  acc.compute_at(LoopLevel(owner, at)).vectorize(c0).unroll(pos).unroll(blk);
   if (pairs) {
     acc.update()
         .reorder(r[0], c0, pos, blk, r[1], r[2], r[3], r[4])

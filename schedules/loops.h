@@ -28,7 +28,7 @@ void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct);
  * tile's positions `pos` and channel blocks `blk` unrolled; the update walks r (n, kw, kh, kd)
  * outside the tile. pairs: r is (e, n2, kw, kh, kd) with the pair e vectorized inside c0, an
  * atomic sum of 2 products per lane (a bf16 dot product). */
-void register_tile(Halide::Func acc, Halide::Func owner, const Halide::Var& at,
+void register_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar& at,
                    const Halide::Var& c0, const Halide::Var& pos, const Halide::Var& blk,
                    const Halide::RDom& r, bool pairs = false);
 

@@ -100,6 +100,9 @@ DxAlgorithm define_backprop_input(const Problem& p) {
                 phase_tap_extent(Kd, sd, dd), name);
   };
   a.strided = sd > 1 || sh > 1 || sw > 1;
+  a.in_extent = ints(geo.in);
+  a.stride = {sd, sh, sw};
+  a.x_shape = p.x_shape();
   // dy positions a tap reads in the phase frame.
   auto dy_pos = [&](const Taps& t) {
     return std::array<Expr, 3>{qw + (pw + pl - t.w.tap * dw) / sw, qh + (ph + pt - t.h.tap * dh) / sh,
@@ -227,6 +230,28 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     tail(a.acct, a.dxpt, a.outt);
   }
   return a;
+}
+
+RDom DxAlgorithm::use_scatter() {
+  const auto [D, H, W] = in_extent;
+  const auto [sd, sh, sw] = stride;
+  auto phases = [](int e, int s) { return (e + s - 1) / s; };
+  RDom rs({{0, phases(W, sw)}, {0, sw}, {0, phases(H, sh)}, {0, sh}, {0, phases(D, sd)}, {0, sd}},
+          "rs");
+  Expr tw = rs[0] * sw + rs[1], th = rs[2] * sh + rs[3], td = rs[4] * sd + rs[5];
+  if (W % sw || H % sh || D % sd) {
+    // The predicate skips the positions past the volume; the clamps (a no-op where it holds)
+    // keep Halide's bounds of the written region inside the output buffer, which it infers
+    // from the RDom's box, not from the predicate.
+    rs.where(tw < W && th < H && td < D);
+    tw = min(tw, W - 1), th = min(th, H - 1), td = min(td, D - 1);
+  }
+  Func o("out");
+  o(c0, w, h, c1, d, b) = undef(dxp.type());
+  o(c0, tw, th, c1, td, b) = dxp(c0, rs[0], rs[1], rs[2], rs[3], rs[4], rs[5], c1, b);
+  constrain_shape(o.output_buffer(), x_shape);
+  out = o;
+  return rs;
 }
 
 }  // namespace tbex::ops

@@ -9,8 +9,10 @@
  * in the output stage; dX and forward: in the staged weights).
  *
  * Halide dimension order is innermost first; the comments give it. */
+#include <array>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "Halide.h"
 #include "tbex/problem.h"
@@ -93,6 +95,18 @@ struct DxAlgorithm {
   Halide::RDom r;             ///< (n, jw, jh, jd): the taps of the stride phase (tap = k0 + j*step,
                               ///< phase_tap_extent), predicated on j naming a real tap
   bool strided = false;       ///< any stride > 1: out gathers from dxp; else out reads acc directly
+  /** Scatter form of a strided output: `out` becomes an update over rs = (qw, pw, qh, ph, qd, pd)
+   * that writes the current dxp (call it after use_diag/use_pairs/use_tiles) to w = qw*sw + pw,
+   * h = qh*sh + ph, d = qd*sd + pd (positions past the volume skipped by rs's predicate). A schedule
+   * then stores each register tile straight to its 6HD places while it computes: the gather form
+   * reads dxp once per output position, a second pass over dX whose stores stall on memory when
+   * they come all at once (no compute left to hide them behind). The returned rs is what the
+   * schedule splits; (q, p) -> q*s + p is injective for p < s, so no two of its iterations
+   * write one place and any of them may run in parallel. */
+  Halide::RDom use_scatter();
+  std::array<int, 3> in_extent{1, 1, 1};  ///< D, H, W of dX
+  std::array<int, 3> stride{1, 1, 1};     ///< sd, sh, sw
+  std::vector<int64_t> x_shape;           ///< dX's 6HD shape (the scatter form's output buffer)
   Halide::Var c0{"c0"}, qw{"qw"}, pw{"pw"}, qh{"qh"}, ph{"ph"}, qd{"qd"}, pd{"pd"}, c1{"c1"},
       b{"b"}, n{"n"}, kw{"kw"}, kh{"kh"}, kd{"kd"}, g{"g"}, w{"w"}, h{"h"}, d{"d"}, c1g{"c1g"};
 
