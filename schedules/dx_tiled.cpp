@@ -19,7 +19,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_tiled"; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    return describe_gemm_tile(tiles(p, ctx), "w", pairs(p)) +
+    return describe_gemm_tile(tiles(p, ctx), "w", pairs(p), shape(p).row_taps > 1) +
            (is_strided(p) ? "stride-phase frame, " : "") +
            std::to_string(ctx.threads) + " threads";
   }
@@ -27,8 +27,11 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
 
  protected:
   GemmShape shape(const Problem& p) const override {
-    return {"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
-            p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
+    GemmShape s{"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
+                p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
+    // Unit strides: no phase predicate in the reduction, the kw taps unroll straight.
+    if (!is_strided(p)) s.row_taps = (int)p.geo.kernel[2], s.row_dilation = (int)p.geo.dilation[2];
+    return s;
   }
   Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const override;
   bool pairs(const Problem& p) const override { return ops::bf16_pairs(p); }
@@ -52,6 +55,16 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
                       double(g.stride[0] * g.stride[1] * g.stride[2]);
   // A bf16 pair step is one dot-product instruction per accumulator for two output channels.
   n.steps_per_visit = gd.cout_g * taps / t.pair;
+  if (t.kwt > 1) {
+    // A step is one output channel at every kw tap: the window's broadcasts serve all taps.
+    const int kw = (int)g.kernel[2];
+    const double window = double(t.qt + (kw - 1) * g.dilation[2]) * spanned;
+    n.tile.fmas = double(t.qt * t.ct * kw);
+    n.tile.loads = double(t.ct * kw) + window;
+    n.tile.broadcasts = window;
+    n.tile.operands = t.ct * kw + 2;
+    n.steps_per_visit /= kw;
+  }
   const int64_t rows = g.n * phase_extent(p, 0) * g.stride[0] * phase_extent(p, 1) * g.stride[1];
   const int64_t tiles = rows * g.stride[2] * ceil_div(phase_extent(p, 2), t.qt) * (g.cin1() / t.ct);
   n.visits = double(tiles);
@@ -110,7 +123,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
         .allow_race_conditions()  // no race: see DxAlgorithm::use_scatter
         .parallel(b)
         .parallel(rs[4]);
-    register_tile(acc, a.out, rwo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2);
+    register_tile(acc, a.out, rwo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2, t.kwt > 1);
     // A row whose phase has fewer positions (W not a multiple of sw) ends in a shorter tile;
     // the tile keeps its constant extent (its registers), computing a few phase-frame
     // positions no one stores.
@@ -126,7 +139,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
       .unroll(c1i)
       .fuse(a.d, b, par)
       .parallel(par);
-  register_tile(acc, a.out, wo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2);
+  register_tile(acc, a.out, wo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2, t.kwt > 1);
 }
 
 }  // namespace

@@ -19,10 +19,20 @@ int64_t max_qt(int pair, int ct, const Halide::Target& target) {
 }
 
 TileSpace space_of(const GemmShape& s) {
-  return TileSpace(s.schedule, {"qt", "ct", "pair"}, s.knob, 2);
+  return TileSpace(s.schedule, {"qt", "ct", "pair", "kwt"}, s.knob, 2);
+}
+
+/** The row taps a tile takes per step by default: all wherever the shape has them and they fit. */
+int own_kwt(const GemmShape& s, const GemmTiles& t) {
+  return s.row_taps > 1 && t.pair == 1 && row_taps_fit(t, s.row_taps, s.target) ? s.row_taps : 1;
 }
 
 }  // namespace
+
+bool row_taps_fit(const GemmTiles& t, int taps, const Halide::Target& target) {
+  const int w = vectors_per_c0(target);
+  return (t.qt * t.ct + t.ct * taps) * w + 2 <= vector_registers(target);
+}
 
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
   const TileSpace space = space_of(s);
@@ -48,17 +58,31 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
                 variant,
                 "ct must divide " + std::string(s.blocks_name) + " (" + std::to_string(s.blocks) +
                     ") and qt be at most " + s.row_name + " (" + std::to_string(s.row) + ")");
+  t.kwt = asked.count("kwt") ? asked.at("kwt") : own_kwt(s, t);
+  space.require(t.kwt == 1 || (t.kwt == s.row_taps && t.pair == 1 &&
+                               row_taps_fit(t, s.row_taps, s.target)),
+                variant,
+                "kwt must be 1, or the row's taps (" + std::to_string(s.row_taps) +
+                    ") for fp32 tiles of a unit-stride row whose accumulators and weight rows of "
+                    "every tap fit the registers");
   return t;
 }
 
-std::string gemm_key(const GemmTiles& t, bool pairs) {
+std::string gemm_key(const GemmTiles& t, bool pairs, bool row_taps) {
   return "qt=" + std::to_string(t.qt) + ",ct=" + std::to_string(t.ct) +
-         (pairs ? ",pair=" + std::to_string(t.pair) : "");
+         (pairs ? ",pair=" + std::to_string(t.pair) : "") +
+         (row_taps ? ",kwt=" + std::to_string(t.kwt) : "");
 }
 
 std::vector<std::string> gemm_candidates(const GemmShape& s) {
   const int64_t ext = s.row;
-  std::vector<std::string> keys{gemm_key(choose_gemm_tiles(s, ""), s.pairs)};
+  const bool taps = s.row_taps > 1;
+  GemmTiles own = choose_gemm_tiles(s, "");
+  std::vector<std::string> keys{gemm_key(own, s.pairs, taps)};
+  if (own.kwt > 1) {  // the own tile one tap at a time: the measured tuner compares both
+    own.kwt = 1;
+    keys.push_back(gemm_key(own, s.pairs, taps));
+  }
   std::vector<int> cts;
   for (bool in_group : {true, false})
     for (int ct = 4; ct >= 1; --ct)
@@ -71,15 +95,19 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
     for (int ct : cts) {
       if (pair == 1 && tile_accumulators(s.target, ct) < ct) continue;  // even qt=1 spills
       const int64_t qmax = std::min<int64_t>(max_qt(pair, ct, s.target), ext);
-      for (int64_t qt : {qmax, qmax * 3 / 4, qmax / 2, ceil_div(ext, ceil_div(ext, qmax))})
-        keys.push_back(gemm_key({(int)std::max<int64_t>(1, qt), ct, pair}, s.pairs));
+      for (int64_t qt : {qmax, qmax * 3 / 4, qmax / 2, ceil_div(ext, ceil_div(ext, qmax))}) {
+        GemmTiles t{(int)std::max<int64_t>(1, qt), ct, pair};
+        t.kwt = own_kwt(s, t);
+        keys.push_back(gemm_key(t, s.pairs, taps));
+      }
     }
   return TileSpace::candidates(keys, s.cap);
 }
 
-std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs) {
-  return "[" + gemm_key(t, pairs) + "] register tile 16c0 x " + std::to_string(t.ct) + "c1 x " +
-         std::to_string(t.qt) + pos + (t.pair == 2 ? ", bf16 pair dot products" : "") + ", ";
+std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs, bool row_taps) {
+  return "[" + gemm_key(t, pairs, row_taps) + "] register tile 16c0 x " + std::to_string(t.ct) +
+         "c1 x " + std::to_string(t.qt) + pos + (t.pair == 2 ? ", bf16 pair dot products" : "") +
+         (t.kwt > 1 ? ", row taps unrolled" : "") + ", ";
 }
 
 }  // namespace tbex::sched

@@ -16,6 +16,12 @@ struct GemmTiles {
   int qt = 8;    ///< positions along the row per register tile
   int ct = 1;    ///< 16-channel blocks per register tile
   int pair = 1;  ///< reduction steps per instruction: 2 = dot products of bf16 pairs
+  /** Taps along the row per reduction step: 1, or all of them (GemmShape::row_taps) unrolled
+   * inside each step, so a value broadcast for one position feeds its FMA for every tap whose
+   * window covers it (qt + taps - 1 broadcasts for qt * taps FMAs, where one tap at a time
+   * loads one per FMA: the load ports, not the FMA pipes, bounded those tiles). Every tap's
+   * weight rows stay live. */
+  int kwt = 1;
 };
 
 /** What a schedule's GEMM tile is drawn from. */
@@ -33,22 +39,33 @@ struct GemmShape {
   bool pairs = false;          ///< the algorithm has a pair form (ops::bf16_pairs): key "pair"
   bool pairs_default = false;  ///< ... and the target's bf16 pairs beat FMAs (bf16_dots_pay)
   Halide::Target target;       ///< its register file bounds the tile (tile_accumulators)
+  /** Taps along the row a tile can unroll with shared broadcasts (GemmTiles::kwt, key "kwt"):
+   * the kernel width where the row's positions are unit-stride, else 1 (no key). */
+  int row_taps = 1;
+  int row_dilation = 1;  ///< the taps' spacing along the row
 };
+
+/** Whether a tile of t.qt x t.ct with `taps` row taps per step fits the target's registers: the
+ * accumulators, every tap's weight rows and a broadcast or two in flight. */
+bool row_taps_fit(const GemmTiles& t, int taps, const Halide::Target& target);
 
 /** The schedule's own choice, then the knob's override (only without a variant), then the
  * fields `variant` sets (UserError when ct does not divide the blocks or qt exceeds the row). */
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant);
 
-/** "qt=..,ct=.." (and ",pair=.." where the shape has a pair form) */
-std::string gemm_key(const GemmTiles& t, bool pairs = false);
+/** "qt=..,ct=.." (and ",pair=.." where the shape has a pair form, ",kwt=.." where it has row
+ * taps) */
+std::string gemm_key(const GemmTiles& t, bool pairs = false, bool row_taps = false);
 
 /** "" (the own choice) first, then per CT (a divisor of the blocks up to 4; those keeping a tile
  * inside one real group first) the widest tile without spills on the target, 3/4 and 1/2 of it,
  * and the narrowest tile covering a row in as few tiles. */
 std::vector<std::string> gemm_candidates(const GemmShape& s);
 
-/** "[qt=..,ct=..] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products") */
-std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs = false);
+/** "[qt=..,ct=..] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products",
+ * ", row taps unrolled") */
+std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs = false,
+                               bool row_taps = false);
 
 /** A schedule whose tiles come from a GEMM tile space: it always applies; its candidates and its
  * estimate follow from shape() and the cost of given tiles. */

@@ -27,7 +27,7 @@ void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct) {
 }
 
 void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, const Var& pos,
-                   const Var& blk, const RDom& r, bool pairs) {
+                   const Var& blk, const RDom& r, bool pairs, bool kw_inside) {
   acc.compute_at(LoopLevel(owner, at)).vectorize(c0).unroll(pos).unroll(blk);
   if (pairs) {
     acc.update()
@@ -37,6 +37,15 @@ void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, con
         .vectorize(c0)
         .unroll(pos)
         .unroll(blk);
+    return;
+  }
+  if (kw_inside) {
+    acc.update()
+        .reorder(c0, pos, blk, r[1], r[0], r[2], r[3])
+        .vectorize(c0)
+        .unroll(pos)
+        .unroll(blk)
+        .unroll(r[1]);
     return;
   }
   acc.update().reorder(c0, pos, blk, r[0], r[1], r[2], r[3]).vectorize(c0).unroll(pos).unroll(blk);

@@ -27,10 +27,11 @@ void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct);
 /** The GEMM register tile: `acc` computed at `at` of `owner`, its 16 c0 lanes vectorized and the
  * tile's positions `pos` and channel blocks `blk` unrolled; the update walks r (n, kw, kh, kd)
  * outside the tile. pairs: r is (e, n2, kw, kh, kd) with the pair e vectorized inside c0, an
- * atomic sum of 2 products per lane (a bf16 dot product). */
+ * atomic sum of 2 products per lane (a bf16 dot product). kw_inside (GemmTiles::kwt): kw
+ * unrolled inside n, so a broadcast serves every tap of its window. */
 void register_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar& at,
                    const Halide::Var& c0, const Halide::Var& pos, const Halide::Var& blk,
-                   const Halide::RDom& r, bool pairs = false);
+                   const Halide::RDom& r, bool pairs = false, bool kw_inside = false);
 
 /** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1
  * (dw_parts' count) the reduction is first split over batch (or depth) into partial sums

@@ -48,7 +48,8 @@ void define_machine(pyb::module_& m) {
                              {"dram_bw_mt", mm.dram_bw_mt},
                              {"fork_cycles", mm.fork_cycles},
                              {"tile_multiply_cycles", mm.tile_multiply_cycles},
-                             {"dot_pipes", mm.dot_pipes}};
+                             {"dot_pipes", mm.dot_pipes},
+                             {"folded_fma_pipes", mm.folded_fma_pipes}};
         out["model"] = json::to_text(model);
         return out;
       },

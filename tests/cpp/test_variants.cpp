@@ -6,6 +6,8 @@
 // variant matches to the last bit; the checks allow 1e-6 relative (the fp32 summation bound).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "reference.h"
 #include "tbex/tbex.h"
 #include "test_util.h"
@@ -159,6 +161,34 @@ TEST_P(VariantTest, FwdTiledMatchesReference) {
                    ncdhw_from_6hd(out.data(), y.data(), yd, 4);
                    return std::vector<double>(y.begin(), y.end());
                  });
+}
+
+// dx_tiled's row taps: a unit-stride case lists its own tile with every kw tap per step and the
+// same tile one tap at a time (both checked against the reference by DxTiledMatchesReference);
+// a strided one has no kwt key, and kwt must be 1 or the row's taps.
+TEST(Variants, DxTiledRowTaps) {
+  auto problem = [](const Case& c) {
+    const ConvGeometry g = geometry(c);
+    return make_backprop_input_problem(shape_fz3d(w_dims(g), c.groups), DType::kFloat32,
+                                       shape_6hd(y_dims(g)), DType::kFloat32,
+                                       {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                       {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+  };
+  const Problem plain = problem(kCases[0]), strided = problem(kCases[1]);
+  const auto keys = schedule_candidates(plain, "dx_tiled");
+  ASSERT_GE(keys.size(), 3u);
+  EXPECT_EQ(keys[0], "");  // the own choice, then the same tile one tap at a time
+  ASSERT_GE(keys[1].size(), 6u);
+  EXPECT_EQ(keys[1].substr(keys[1].size() - 6), ",kwt=1") << keys[1];
+  EXPECT_TRUE(std::any_of(keys.begin() + 2, keys.end(),
+                          [](const std::string& k) { return k.find(",kwt=3") != std::string::npos; }));
+  for (const auto& k : schedule_candidates(strided, "dx_tiled"))
+    EXPECT_EQ(k.find("kwt"), std::string::npos) << k;
+  for (const char* v : {"qt=4,ct=2,kwt=2", "qt=4,ct=2,kwt=0"})
+    EXPECT_THROW(compile(plain, CompileOptions{"dx_tiled", v}), UserError) << v;
+  EXPECT_THROW(compile(strided, CompileOptions{"dx_tiled", "qt=4,ct=1,kwt=3"}), UserError);
+  EXPECT_EQ(compile(plain, CompileOptions{"dx_tiled", "qt=4,ct=2,kwt=3"})->variant(),
+            "qt=4,ct=2,kwt=3");
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, VariantTest,
