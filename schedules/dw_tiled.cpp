@@ -36,8 +36,6 @@ const TileSpace& space() {
   return s;
 }
 
-/** The tiles for `p`: the schedule's own choice, then TBEX_DW_TILE (only when no variant is
- * given), then the fields `variant` sets. */
 /** Many x bytes per FMA (few channels, strides): staging x from memory dominates. */
 bool staging_bound(const Problem& p) {
   const ConvGeometry& g = p.geo;
@@ -55,6 +53,16 @@ bool pairs_apply(const Problem& p) {
 /** Reduction rows the chunks split: output rows, or row pairs in the pair form. */
 int64_t rows_of(const Problem& p, int pair) { return pair == 2 ? (p.geo.out[1] + 1) / 2 : p.geo.out[1]; }
 
+/** Bytes a chunk of `rows` output rows stages and every tile passes over: x (all blocks, every
+ * kd and kh) and dy rows (every output channel). */
+int64_t chunk_footprint(const Problem& p, int64_t rows) {
+  const ConvGeometry& g = p.geo;
+  return x_rows_of(p, rows) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0] +
+         rows * g.out[2] * 64 * g.cout1();
+}
+
+/** The tiles for `p`: the schedule's own choice, then TBEX_DW_TILE (only when no variant is
+ * given), then the fields `variant` sets. */
 DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   DwTiles t;
@@ -180,10 +188,8 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   const double dy_row = double(g.out[2]) * 64;
   n.visit_bytes = t.ch * t.pair * (x_row + dy_row);
   n.visit_footprint = (int64_t)n.visit_bytes;
-  // A chunk's staged x (all blocks, every kd and kh) and dy rows (every output channel).
+  n.chunk_footprint = chunk_footprint(p, t.ch * t.pair);
   const int64_t x_rows = x_rows_of(p, t.ch * t.pair), w_pad = padded_w(p);
-  n.chunk_footprint = x_rows * w_pad * 64 * gd.cin1_g * gd.real_g * g.kernel[0] +
-                      t.ch * t.pair * g.out[2] * 64 * g.cout1();
   n.units = t.parts > 1 ? t.parts : tiles;
   // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
   // output stage, and adding the partial sums. Unsplit, every tile group (thread) stages every
