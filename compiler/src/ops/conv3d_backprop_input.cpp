@@ -87,36 +87,40 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     }
   }
 
-  // Reduction (n, jw, jh, jd): the taps of the phase only (see PhaseTaps).
-  struct Taps {
-    PhaseTaps w, h, d;
-  };
-  auto taps_of = [&](RVar jw, RVar jh, RVar jd) {
-    return Taps{phase_taps(pw, jw, Kw, sw, dw, pl), phase_taps(ph, jh, Kh, sh, dh, pt),
-                phase_taps(pd, jd, Kd, sd, dd, pf)};
-  };
-  auto tap_rdom = [&](int inner, const char* name) {
-    return RDom(0, inner, 0, phase_tap_extent(Kw, sw, dw), 0, phase_tap_extent(Kh, sh, dh), 0,
-                phase_tap_extent(Kd, sd, dd), name);
-  };
   a.strided = sd > 1 || sh > 1 || sw > 1;
   a.in_extent = ints(geo.in);
   a.stride = {sd, sh, sw};
   a.x_shape = p.x_shape();
-  // dy positions a tap reads in the phase frame.
-  auto dy_pos = [&](const Taps& t) {
-    return std::array<Expr, 3>{qw + (pw + pl - t.w.tap * dw) / sw, qh + (ph + pt - t.h.tap * dh) / sh,
-                               qd + (pd + pf - t.d.tap * dd) / sd};
+  // Every form's reduction: its leading dims (output channels, one at a time or in pairs), then
+  // (jw, jh, jd), the taps of the phase only (see PhaseTaps), predicated on j naming a real tap
+  // when strided; with the taps it names and the dy positions they read in the phase frame.
+  struct Taps {
+    PhaseTaps w, h, d;
   };
-  a.r = tap_rdom(cout_g, "r");
+  struct PhaseReduction {
+    RDom r;
+    Taps tap;
+    Expr ow, oh, od;
+  };
+  auto phase_reduction = [&](std::vector<Range> dims, const char* name) {
+    const int k = (int)dims.size();
+    dims.insert(dims.end(), {{0, phase_tap_extent(Kw, sw, dw)}, {0, phase_tap_extent(Kh, sh, dh)},
+                             {0, phase_tap_extent(Kd, sd, dd)}});
+    RDom r(dims, name);
+    const Taps t{phase_taps(pw, r[k], Kw, sw, dw, pl), phase_taps(ph, r[k + 1], Kh, sh, dh, pt),
+                 phase_taps(pd, r[k + 2], Kd, sd, dd, pf)};
+    if (a.strided) r.where(t.w.valid && t.h.valid && t.d.valid);
+    return PhaseReduction{r, t, qw + (pw + pl - t.w.tap * dw) / sw,
+                          qh + (ph + pt - t.h.tap * dh) / sh, qd + (pd + pf - t.d.tap * dd) / sd};
+  };
+  const PhaseReduction pr = phase_reduction({{0, cout_g}}, "r");
+  a.r = pr.r;
   RVar rn = a.r[0];
-  const Taps tr = taps_of(a.r[1], a.r[2], a.r[3]);
-  if (a.strided) a.r.where(tr.w.valid && tr.h.valid && tr.d.valid);
-  const auto [ow, oh, od] = dy_pos(tr);
   Expr gi = c1 / cin1_g, c1g_i = c1 % cin1_g;
   a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
   a.acc(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
-      a.dys(rn, ow, oh, od, b, gi) * a.wz(c0, c1g_i, rn, tr.w.tap, tr.h.tap, tr.d.tap, gi);
+      a.dys(rn, pr.ow, pr.oh, pr.od, b, gi) *
+      a.wz(c0, c1g_i, rn, pr.tap.w.tap, pr.tap.h.tap, pr.tap.d.tap, gi);
 
   // Back from the phase frame: w = qw*sw + pw. A phase is written t - (t / s) * s, clamped
   // to [0, s) (equal to t % s for t >= 0): Halide narrows its bounds to one value for one t (not
@@ -168,14 +172,13 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     } else {
       a.dyd(c0, m, w, h, d, b, g) = a.dys(nn, w, h, d, b, g);
     }
-    a.rd = tap_rdom(M, "rd");
+    const PhaseReduction rd = phase_reduction({{0, M}}, "rd");
+    a.rd = rd.r;
     RVar sm = a.rd[0];
-    const Taps ts = taps_of(a.rd[1], a.rd[2], a.rd[3]);
-    if (a.strided) a.rd.where(ts.w.valid && ts.h.valid && ts.d.valid);
-    const auto [dow, doh, dod] = dy_pos(ts);
+    const Taps& ts = rd.tap;
     a.accd(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.accd(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
-        a.dyd(c0, sm, dow, doh, dod, b, c1) * a.wd(c0, sm, ts.w.tap, ts.h.tap, ts.d.tap, c1);
+        a.dyd(c0, sm, rd.ow, rd.oh, rd.od, b, c1) * a.wd(c0, sm, ts.w.tap, ts.h.tap, ts.d.tap, c1);
     a.outd = Func("out");
     tail(a.accd, a.dxpd, a.outd);
   }
@@ -202,27 +205,24 @@ DxAlgorithm define_backprop_input(const Problem& p) {
       a.wzk(e, c0, row) = a.wzp(e, c0, blk % cin1_g, row % half, tap % Kw, (tap / Kw) % Kh,
                                 tap / (Kw * Kh), blk / cin1_g);
     }
-    a.rp = RDom({{0, 2}, {0, cout_g / 2}, {0, phase_tap_extent(Kw, sw, dw)},
-                 {0, phase_tap_extent(Kh, sh, dh)}, {0, phase_tap_extent(Kd, sd, dd)}}, "rp");
+    const PhaseReduction rp = phase_reduction({{0, 2}, {0, cout_g / 2}}, "rp");
+    a.rp = rp.r;
     RVar pe = a.rp[0], pn = a.rp[1];
-    const Taps tp = taps_of(a.rp[2], a.rp[3], a.rp[4]);
-    if (a.strided) a.rp.where(tp.w.valid && tp.h.valid && tp.d.valid);
-    const auto [pow_, poh, pod] = dy_pos(tp);
+    const Taps& tp = rp.tap;
     a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
-        cast<float>(a.dysp(pe, pn, pow_, poh, pod, b, gi)) *
+        cast<float>(a.dysp(pe, pn, rp.ow, rp.oh, rp.od, b, gi)) *
         cast<float>(a.wzp(pe, c0, c1g_i, pn, tp.w.tap, tp.h.tap, tp.d.tap, gi));
     a.outp = Func("out");
     tail(a.accp, a.dxpp, a.outp);
 
-    a.rt = tap_rdom(cout_g, "rt");
+    const PhaseReduction rt = phase_reduction({{0, cout_g}}, "rt");
+    a.rt = rt.r;
     RVar tk = a.rt[0];
-    const Taps tt = taps_of(a.rt[1], a.rt[2], a.rt[3]);
-    if (a.strided) a.rt.where(tt.w.valid && tt.h.valid && tt.d.valid);
-    const auto [tow, toh, tod] = dy_pos(tt);
+    const Taps& tt = rt.tap;
     a.acct(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.acct(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
-        cast<float>(a.dysk(tk, tow, toh, tod, b, gi)) *
+        cast<float>(a.dysk(tk, rt.ow, rt.oh, rt.od, b, gi)) *
         cast<float>(a.wzk(tk % 2, c0,
                           (((c1 * Kd + tt.d.tap) * Kh + tt.h.tap) * Kw + tt.w.tap) * (cout_g / 2) +
                               tk / 2));
