@@ -1,5 +1,7 @@
 #include "schedules/amx_tile.h"
 
+#include <algorithm>
+
 namespace tbex::sched {
 
 using namespace Halide;
@@ -8,6 +10,20 @@ std::string amx_offsets_why_not(double bytes) {
   if (bytes < 2147483648.0) return "";
   return "a buffer of " + std::to_string(int64_t(bytes)) +
          " bytes: Halide lowers AMX tiles with 32-bit offsets only (2 GiB)";
+}
+
+RegisterTile amx_step(int a_rows, int kk, const Machine& m) {
+  RegisterTile t;
+  t.fmas = 0;
+  t.loads = a_rows + kk / 2.0;
+  t.accumulators = 1, t.operands = 0;
+  t.unit_cycles = m.tile_multiply_cycles;  // one accumulator: the chain's latency
+  return t;
+}
+
+double amx_lane_use(const Problem& p, const LoopNest& n, int rows, int kk) {
+  const double executed = n.visits * n.steps_per_visit * 16.0 * rows * kk;
+  return std::min(1.0, p.geo.flops() / 2 / executed);
 }
 
 void amx_tile(Func acc, Func owner, const Var& at, const Var& j, const Var& i, const RVar& k,

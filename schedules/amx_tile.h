@@ -32,6 +32,15 @@ class AmxTileSchedule : public Schedule<Algorithm> {
   bool uses_amx_tiles() const override { return true; }
 };
 
+/** The cost model's step of one AMX tile multiply: its two operand tiles loaded (`a_rows` rows
+ * of the first, kk / 2 rows of 64 bytes of the second), no vector FMAs, one accumulator, which
+ * is a tile register (no vector one), so a step takes the dependent multiply chain of `m`. */
+RegisterTile amx_step(int a_rows, int kk, const Machine& m);
+
+/** The lanes an AMX kernel's multiply-adds fill: useful ones / executed ones (visits x steps x
+ * a 16-lane x `rows` tile x kk), at most 1. */
+double amx_lane_use(const Problem& p, const LoopNest& n, int rows, int kk);
+
 /** `acc` (lanes `j` innermost, rows `i`) as one tile register computed at `at` of `owner`,
  * always 16 rows (rows past what the owner needs are computed and dropped); its update one tile
  * multiply per `kk` of the reduction `k`, walking `outer` (the rest of the reduction, innermost

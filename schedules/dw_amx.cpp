@@ -82,12 +82,9 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
   const int we = padded_row(p);
   LoopNest n;
   n.threads = ctx.threads;
-  // A step: the x tile (16 lane rows) and the dy tile (kk/2 rows of 64 bytes), one multiply.
-  n.tile.fmas = 0;
-  n.tile.loads = 16 + t.kk / 2.0;
-  n.tile.accumulators = 1, n.tile.operands = 0;
+  // A step: the x tile (16 lane rows) and the dy tile, one tile multiply.
   const Machine m = Machine::of(ctx.target);
-  n.tile.unit_cycles = m.tile_multiply_cycles;  // one accumulator: the chain's latency
+  n.tile = amx_step(16, t.kk, m);
   n.steps_per_visit = double(t.ch) * we / t.kk;
   n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
   // A visit streams ch rows of x (16 lanes, the row's positions) and of dy (16 channels).
@@ -104,8 +101,7 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
   const double stagers = double(std::min<int64_t>(ctx.threads, t.tiles));
   n.pass_bytes = stagers * (x_elems * restage + dy_elems(p)) * (input_bytes(p) + 2) +
                  dw_out_elems(p) * 8 + n.visits * 16 * 16 * 4 * 2;
-  const double executed = n.visits * n.steps_per_visit * 16.0 * 16 * t.kk;
-  n.lane_use = std::min(1.0, g.flops() / 2 / executed);
+  n.lane_use = amx_lane_use(p, n, 16, t.kk);
   return evaluate(n, m);
 }
 

@@ -60,13 +60,9 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2];
   LoopNest n;
   n.threads = ctx.threads;
-  // A step: the dy tile (qt rows) and the weight tile (kk/2 rows of 64 bytes) loaded, one
-  // tile multiply. The accumulator is a tile register, not a vector one.
-  n.tile.fmas = 0;
-  n.tile.loads = qt + kk / 2.0;
-  n.tile.accumulators = 1, n.tile.operands = 0;
+  // A step: the dy tile (qt rows) and the weight tile, one tile multiply.
   const Machine m = Machine::of(ctx.target);
-  n.tile.unit_cycles = m.tile_multiply_cycles;  // one accumulator: the chain's latency
+  n.tile = amx_step(qt, kk, m);
   n.steps_per_visit = gd.cout_g / kk * taps;
   n.visits = double(g.n) * g.in[0] * g.in[1] * ceil_div(g.in[2], qt) * g.cin1();
   const double w_bytes = 32.0 * gd.cout_g * taps;  // one input block's bf16 lane pairs
@@ -81,8 +77,7 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   // Passes: weights and dy staged as bf16 pairs (dy zero-padded by the taps' reach).
   n.pass_bytes = (dw_out_elems(p) + staged_dy_elems(p)) * (input_bytes(p) + 2);
   // Multiply-adds the tiles execute, useful or not (a shifted last tile repeats positions).
-  const double executed = n.visits * n.steps_per_visit * 16.0 * qt * kk;
-  n.lane_use = std::min(1.0, g.flops() / 2 / executed);
+  n.lane_use = amx_lane_use(p, n, qt, kk);
   return evaluate(n, m);
 }
 
