@@ -13,7 +13,9 @@
 #include <random>
 #include <stdexcept>
 
+#include "lower/select.h"
 #include "reference.h"
+#include "schedules/registry.h"
 #include "tbex/tbex.h"
 #include "test_util.h"
 
@@ -445,7 +447,7 @@ TEST(KernelExtras, DiagDispatch) {
 // The cost model's pick at 1 and 2 threads: dw_pointwise for the 1x1x1 layer (d_i3d_1x1x1), and
 // dw_tiled for the seed (a_tbe_doc: 16 channels, stride 2, staging-bound), whose candidates keep
 // the own choice's reduction split (4 parts where the target prefetches x chunks, Zen 4; else
-// unsplit) in its neighbours, with one alternative of the other split. dw_pointwise says why it
+// unsplit; read from its description) in its neighbours, with one alternative of the other split. dw_pointwise says why it
 // does not apply elsewhere.
 TEST(KernelExtras, PointwiseAndSplitDispatch) {
   const Case d{"d_i3d", 2, 256, 64, 1, {8, 28, 28}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
@@ -461,10 +463,13 @@ TEST(KernelExtras, PointwiseAndSplitDispatch) {
       return std::count_if(cands.begin(), cands.end(),
                            [&](const std::string& v) { return v.find(parts) != std::string::npos; });
     };
-    // cands[0] is the own choice ("": its key is the second entry's split when listed).
-    const bool split = with("parts=4") >= 2;
-    EXPECT_GE(with(split ? "parts=4" : "parts=1"), 2) << threads;  // neighbours keep the split
-    EXPECT_EQ(with(split ? "parts=1" : "parts=4"), 1) << threads;  // one alternative
+    // cands[0] is the own choice (""); its key opens the schedule's description.
+    const std::string own = sched::dw_tiled_schedule()->describe(
+        dw_problem(a), sched::Context{lower::host_target(), threads, ""});
+    const bool split = own.find(",parts=4]") != std::string::npos;
+    ASSERT_TRUE(split || own.find(",parts=1]") != std::string::npos) << own;
+    EXPECT_GE(with(split ? "parts=4" : "parts=1"), 2) << own;  // neighbours keep the split
+    EXPECT_EQ(with(split ? "parts=1" : "parts=4"), 1) << own;  // one alternative
   }
   set_num_threads(saved);
   EXPECT_EQ(why_not(case_named("plain"), "dw_pointwise", false), "kernel is not 1x1x1");
