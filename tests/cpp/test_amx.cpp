@@ -8,18 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iterator>
-#include <sstream>
-
-#include <unistd.h>
 
 #include "Halide.h"
 #include "lower/pipeline.h"
 #include "lower/select.h"
+#include "lowered_check.h"
 #include "ops/ops.h"
-#include "reference.h"
 #include "schedules/cost_model.h"
 #include "schedules/registry.h"
 #include "tbex/amx.h"
@@ -31,6 +26,8 @@ namespace tbex {
 namespace {
 
 using test::Case;
+using test::dw_problem;
+using test::dx_problem;
 
 const Case kCases[] = {
     // W = 7: one tile of 16 rows, 9 past the row's end.
@@ -59,66 +56,6 @@ std::string no_amx() {
          "covers the algorithm";
 }
 
-Problem dx_problem(const Case& c, DType dt) {
-  const ConvGeometry g = test::geometry(c);
-  const Dims5 yd = test::y_dims(g), wd = test::w_dims(g);
-  return make_backprop_input_problem(shape_fz3d(wd, c.groups), dt, shape_6hd(yd), dt,
-                                     {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
-                                     {c.n, c.in[0], c.in[1], c.in[2], c.cin}, test::para_for(c, true));
-}
-
-/** The case's bf16 operands (FRACTAL_Z_3D weights, 6HD dy) and float64 reference dX (NCDHW). */
-struct Operands {
-  std::vector<uint8_t> fz, y6;
-  std::vector<double> ref;
-};
-
-Operands operands(const Case& c) {
-  const ConvGeometry g = test::geometry(c);
-  const Dims5 yd = test::y_dims(g), wd = test::w_dims(g);
-  auto w = test::random_eighths(test::count({wd.begin(), wd.end()}), 31);
-  auto dy = test::random_eighths(test::count({yd.begin(), yd.end()}), 32);
-  auto wb = test::encode(w, DType::kBFloat16), yb = test::encode(dy, DType::kBFloat16);
-  Operands o;
-  o.fz.resize(test::count(shape_fz3d(wd, c.groups)) * 2);
-  o.y6.resize(test::count(shape_6hd(yd)) * 2);
-  oidhw_to_fz3d(wb.data(), o.fz.data(), wd, c.groups, 2);
-  ncdhw_to_6hd(yb.data(), o.y6.data(), yd, 2);
-  o.ref = test::ref_dx(g, w, dy);
-  return o;
-}
-
-/** Runs `pipeline` (args: filter, dy) compiled for `t` on the case and checks it. */
-void run_and_check(const Case& c, const Problem& p, Halide::Pipeline pipeline,
-                   const std::vector<Halide::Argument>& args, const Halide::Target& t) {
-  const Operands o = operands(c);
-  auto dims = [](const std::vector<int64_t>& shape) {  // outermost first -> Halide's order
-    return std::vector<int>(shape.rbegin(), shape.rend());
-  };
-  Halide::Buffer<uint16_t> bw(reinterpret_cast<uint16_t*>(const_cast<uint8_t*>(o.fz.data())),
-                              dims(p.input_shapes()[0]));
-  Halide::Buffer<uint16_t> by(reinterpret_cast<uint16_t*>(const_cast<uint8_t*>(o.y6.data())),
-                              dims(p.input_shapes()[1]));
-  std::vector<float> out(test::count(p.dx_shape()), -7.0f);
-  Halide::Buffer<float> bo(out.data(), dims(p.x_shape()));
-  Halide::Callable k = pipeline.compile_to_callable(args, t);
-  ASSERT_EQ(k(bw, by, bo), 0);
-  const Dims5 xd = test::x_dims(test::geometry(c));
-  std::vector<float> dx(test::count({xd.begin(), xd.end()}));
-  ncdhw_from_6hd(out.data(), dx.data(), xd, 4);
-  test::expect_close(std::vector<double>(dx.begin(), dx.end()), o.ref, 1e-6);
-}
-
-std::string assembly(lower::Lowered l, const std::string& tag) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("tbex_amx_" + tag + "_" + std::to_string(::getpid()) + ".s");
-  l.pipeline.compile_to_assembly(path.string(), l.args, "k", l.target);
-  std::stringstream s;
-  s << std::ifstream(path).rdbuf();
-  std::filesystem::remove(path);
-  return s.str();
-}
-
 class AmxTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(AmxTest, PortableTileFormMatchesReference) {
@@ -129,7 +66,7 @@ TEST_P(AmxTest, PortableTileFormMatchesReference) {
   a.use_tiles();
   const Halide::Target t = without_amx(lower::host_target());
   ASSERT_FALSE(sched::has_amx_bf16(t));
-  run_and_check(c, p, Halide::Pipeline(a.out), {a.filter, a.dy}, t);
+  test::check_bf16_dx(c, p, Halide::Pipeline(a.out), {a.filter, a.dy}, t, 31);
 }
 
 TEST_P(AmxTest, NativeTilesMatchReference) {
@@ -142,8 +79,11 @@ TEST_P(AmxTest, NativeTilesMatchReference) {
   EXPECT_TRUE(l.amx_tiles);
   // Halide 21 matches tile operations in 32-bit index arithmetic only.
   EXPECT_FALSE(l.target.has_feature(Halide::Target::LargeBuffers));
-  EXPECT_NE(assembly(l, c.name).find("tdpbf16ps"), std::string::npos) << c.name;
-  run_and_check(c, p, l.pipeline, l.args, l.target);
+  EXPECT_NE(test::assembly(l.pipeline, l.args, l.target, std::string("amx_") + c.name)
+                .find("tdpbf16ps"),
+            std::string::npos)
+      << c.name;
+  test::check_bf16_dx(c, p, l.pipeline, l.args, l.target, 31);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AmxTest, ::testing::Range(0, (int)std::size(kCases)),
@@ -157,44 +97,6 @@ const Case kDwCases[] = {
     {"dilated", 1, 16, 16, 1, {5, 7, 20}, {3, 2, 3}, {1, 1, 1}, {2, 1, 2}, {2, 2, 1, 0, 2, 2}},
 };
 
-Problem dw_problem(const Case& c, DType dt) {
-  const ConvGeometry g = test::geometry(c);
-  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
-  return make_backprop_filter_problem(shape_6hd(xd), dt, shape_6hd(yd), dt,
-                                      {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
-                                      test::para_for(c, false));
-}
-
-/** Runs `pipeline` (args: x, dy) compiled for `t` on the dW case and checks it. */
-void run_and_check_dw(const Case& c, const Problem& p, Halide::Pipeline pipeline,
-                      const std::vector<Halide::Argument>& args, const Halide::Target& t) {
-  const ConvGeometry g = test::geometry(c);
-  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g), wd = test::w_dims(g);
-  auto x = test::random_eighths(test::count({xd.begin(), xd.end()}), 41);
-  auto dy = test::random_eighths(test::count({yd.begin(), yd.end()}), 42);
-  auto xb = test::encode(x, DType::kBFloat16), yb = test::encode(dy, DType::kBFloat16);
-  std::vector<uint8_t> x6(test::count(shape_6hd(xd)) * 2), y6(test::count(shape_6hd(yd)) * 2);
-  ncdhw_to_6hd(xb.data(), x6.data(), xd, 2);
-  ncdhw_to_6hd(yb.data(), y6.data(), yd, 2);
-  auto dims = [](const std::vector<int64_t>& shape) {
-    return std::vector<int>(shape.rbegin(), shape.rend());
-  };
-  Halide::Buffer<uint16_t> bx(reinterpret_cast<uint16_t*>(x6.data()), dims(p.input_shapes()[0]));
-  Halide::Buffer<uint16_t> by(reinterpret_cast<uint16_t*>(y6.data()), dims(p.input_shapes()[1]));
-  std::vector<float> out(test::count(p.dw_shape()), -7.0f);
-  Halide::Buffer<float> bo(out.data(), dims({p.group.real_g, g.kernel[0], p.group.cin1_g, g.kernel[1],
-                                             g.kernel[2], p.group.cout_g, kC0}));
-  Halide::Callable k = pipeline.compile_to_callable(args, t);
-  ASSERT_EQ(k(bx, by, bo), 0);
-  std::vector<float> w(test::count({wd.begin(), wd.end()}));
-  oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
-  test::expect_close(std::vector<double>(w.begin(), w.end()), test::ref_dw(g, x, dy), 1e-6);
-  // Cross-group and padding entries are exactly 0: packing the weights again reproduces them.
-  std::vector<float> again(out.size());
-  oidhw_to_fz3d(w.data(), again.data(), wd, c.groups, 4);
-  EXPECT_EQ(0, std::memcmp(again.data(), out.data(), out.size() * 4));
-}
-
 class AmxDwTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(AmxDwTest, PortableTileFormMatchesReference) {
@@ -202,7 +104,7 @@ TEST_P(AmxDwTest, PortableTileFormMatchesReference) {
   const Problem p = dw_problem(c, DType::kBFloat16);
   ops::DwAlgorithm a = ops::define_backprop_filter(p);
   a.use_tiles();
-  run_and_check_dw(c, p, Halide::Pipeline(a.out), {a.x, a.dy}, without_amx(lower::host_target()));
+  test::check_bf16_dw(c, p, Halide::Pipeline(a.out), {a.x, a.dy}, without_amx(lower::host_target()), 41);
 }
 
 TEST_P(AmxDwTest, NativeTilesMatchReference) {
@@ -214,8 +116,10 @@ TEST_P(AmxDwTest, NativeTilesMatchReference) {
   ASSERT_EQ(l.schedule, "dw_amx");
   EXPECT_TRUE(l.amx_tiles);
   EXPECT_FALSE(l.target.has_feature(Halide::Target::LargeBuffers));
-  EXPECT_NE(assembly(l, std::string("dw_") + c.name).find("tdpbf16ps"), std::string::npos) << c.name;
-  run_and_check_dw(c, p, l.pipeline, l.args, l.target);
+  EXPECT_NE(test::assembly(l.pipeline, l.args, l.target, std::string("amx_dw_") + c.name).find("tdpbf16ps"),
+            std::string::npos)
+      << c.name;
+  test::check_bf16_dw(c, p, l.pipeline, l.args, l.target, 41);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AmxDwTest, ::testing::Range(0, (int)std::size(kDwCases)),
@@ -284,14 +188,14 @@ TEST(Amx, ResultIsTheSameAtAnyThreadCount) {
   if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
   const Case& c = kCases[1];
   const Problem p = dx_problem(c, DType::kBFloat16);
-  const Operands o = operands(c);
+  const test::Bf16Operands o = test::bf16_dx_operands(c, 31);
   std::vector<std::vector<float>> outs;
   const int before = num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     auto k = compile(p, CompileOptions{"dx_amx"});
     outs.emplace_back(test::count(p.dx_shape()), -7.0f);
-    k->run_dense({o.fz.data(), o.y6.data()}, outs.back().data());
+    k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
   }
   set_num_threads(before);
   EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4));
@@ -301,20 +205,14 @@ TEST(Amx, DwResultIsTheSameAtAnyThreadCount) {
   if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
   const Case& c = kDwCases[1];
   const Problem p = dw_problem(c, DType::kBFloat16);
-  const ConvGeometry g = test::geometry(c);
-  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
-  auto xb = test::encode(test::random_eighths(test::count({xd.begin(), xd.end()}), 51), DType::kBFloat16);
-  auto yb = test::encode(test::random_eighths(test::count({yd.begin(), yd.end()}), 52), DType::kBFloat16);
-  std::vector<uint8_t> x6(test::count(shape_6hd(xd)) * 2), y6(test::count(shape_6hd(yd)) * 2);
-  ncdhw_to_6hd(xb.data(), x6.data(), xd, 2);
-  ncdhw_to_6hd(yb.data(), y6.data(), yd, 2);
+  const test::Bf16Operands o = test::bf16_dw_operands(c, 51);
   std::vector<std::vector<float>> outs;
   const int before = num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     auto k = compile(p, CompileOptions{"dw_amx"});
     outs.emplace_back(test::count(p.dw_shape()), -7.0f);
-    k->run_dense({x6.data(), y6.data()}, outs.back().data());
+    k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
   }
   set_num_threads(before);
   EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4));

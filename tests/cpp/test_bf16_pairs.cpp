@@ -5,16 +5,15 @@
 // both against the float64 reference. Inputs are multiples of 1/8: every product and partial sum
 // is exact in fp32, so any summation order gives the reference to the last bit.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "Halide.h"
 #include "lower/pipeline.h"
-#include "reference.h"
+#include "lowered_check.h"
 #include "schedules/cost_model.h"
 #include "tbex/aot.h"
 #include "tbex/tbex.h"
@@ -37,16 +36,6 @@ Halide::Target without_bf16_dot(Halide::Target t) {
       .without_feature(Halide::Target::AVX512_SapphireRapids);
 }
 
-std::string assembly(lower::Lowered l, const Halide::Target& t, const std::string& tag) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("tbex_bf16_pairs_" + tag + "_" + std::to_string(::getpid()) + ".s");
-  l.pipeline.compile_to_assembly(path.string(), l.args, "k", t);
-  std::stringstream s;
-  s << std::ifstream(path).rdbuf();
-  std::filesystem::remove(path);
-  return s.str();
-}
-
 /** Why `t` cannot run the native tests ("" when it can). */
 std::string no_bf16_dot(const Halide::Target& t) {
   if (sched::has_bf16_dot(t)) return "";
@@ -56,36 +45,12 @@ std::string no_bf16_dot(const Halide::Target& t) {
 
 /** Runs dx_tiled with `variant` compiled for `t` and checks it against the reference. */
 void check(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot) {
-  const ConvGeometry g = test::geometry(c);
-  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g), wd = test::w_dims(g);
-  auto w = test::random_eighths(test::count({wd.begin(), wd.end()}), 11);
-  auto dy = test::random_eighths(test::count({yd.begin(), yd.end()}), 12);
-  const DType bf = DType::kBFloat16;
-  auto wb = test::encode(w, bf), yb = test::encode(dy, bf);
-  std::vector<uint8_t> fz(test::count(shape_fz3d(wd, c.groups)) * 2), y6(test::count(shape_6hd(yd)) * 2);
-  oidhw_to_fz3d(wb.data(), fz.data(), wd, c.groups, 2);
-  ncdhw_to_6hd(yb.data(), y6.data(), yd, 2);
-  const ParaDict para = test::para_for(c, true);  // res_dtype float32
-  const Problem p = make_backprop_input_problem(shape_fz3d(wd, c.groups), bf, shape_6hd(yd), bf,
-                                                {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
-                                                {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para);
+  const Problem p = test::dx_problem(c, DType::kBFloat16);  // res_dtype float32
   lower::Lowered l = lower::lower(p, lower::select(p, {"dx_tiled", variant}, 2, t), 2, t);
   ASSERT_EQ(l.variant, variant);
-  const std::string s = assembly(l, t, c.name);
+  const std::string s = test::assembly(l.pipeline, l.args, t, std::string("bf16_pairs_") + c.name);
   EXPECT_EQ(s.find("vdpbf16ps") != std::string::npos, want_dot) << c.name << " " << t.to_string();
-
-  auto dims = [](const std::vector<int64_t>& shape) {  // outermost first -> Halide's order
-    return std::vector<int>(shape.rbegin(), shape.rend());
-  };
-  Halide::Buffer<uint16_t> bw(reinterpret_cast<uint16_t*>(fz.data()), dims(p.input_shapes()[0]));
-  Halide::Buffer<uint16_t> by(reinterpret_cast<uint16_t*>(y6.data()), dims(p.input_shapes()[1]));
-  std::vector<float> out(test::count(p.dx_shape()), -7.0f);
-  Halide::Buffer<float> bo(out.data(), dims(p.x_shape()));
-  Halide::Callable k = l.pipeline.compile_to_callable(l.args, t);
-  ASSERT_EQ(k(bw, by, bo), 0);
-  std::vector<float> dx(test::count({xd.begin(), xd.end()}));
-  ncdhw_from_6hd(out.data(), dx.data(), xd, 4);
-  test::expect_close(std::vector<double>(dx.begin(), dx.end()), test::ref_dx(g, w, dy), 1e-6);
+  test::check_bf16_dx(c, p, l.pipeline, l.args, t, 11);
 }
 
 class Bf16PairsTest : public ::testing::TestWithParam<int> {};
@@ -114,43 +79,15 @@ const Case kDwCases[] = {
     {"wide_grouped", 1, 64, 64, 2, {4, 6, 5}, {2, 3, 3}, {1, 1, 1}, {1, 2, 1}, {0, 1, 2, 2, 1, 1}},
 };
 
-Problem dw_problem(const Case& c, DType dt) {
-  const ConvGeometry g = test::geometry(c);
-  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g);
-  return make_backprop_filter_problem(shape_6hd(xd), dt, shape_6hd(yd), dt,
-                                      {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
-                                      test::para_for(c, false));
-}
-
 void check_dw(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot) {
-  const ConvGeometry g = test::geometry(c);
-  const Dims5 xd = test::x_dims(g), yd = test::y_dims(g), wd = test::w_dims(g);
-  auto x = test::random_eighths(test::count({xd.begin(), xd.end()}), 21);
-  auto dy = test::random_eighths(test::count({yd.begin(), yd.end()}), 22);
-  const DType bf = DType::kBFloat16;
-  auto xb = test::encode(x, bf), yb = test::encode(dy, bf);
-  std::vector<uint8_t> x6(test::count(shape_6hd(xd)) * 2), y6(test::count(shape_6hd(yd)) * 2);
-  ncdhw_to_6hd(xb.data(), x6.data(), xd, 2);
-  ncdhw_to_6hd(yb.data(), y6.data(), yd, 2);
-  const Problem p = dw_problem(c, bf);
+  const Problem p = test::dw_problem(c, DType::kBFloat16);
   lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", variant}, 2, t), 2, t);
   ASSERT_EQ(l.variant, variant);
-  EXPECT_EQ(assembly(l, t, std::string("dw_") + c.name).find("vdpbf16ps") != std::string::npos,
+  EXPECT_EQ(test::assembly(l.pipeline, l.args, t, std::string("bf16_pairs_dw_") + c.name)
+                    .find("vdpbf16ps") != std::string::npos,
             want_dot)
       << c.name << " " << t.to_string();
-  auto dims = [](const std::vector<int64_t>& shape) {
-    return std::vector<int>(shape.rbegin(), shape.rend());
-  };
-  Halide::Buffer<uint16_t> bx(reinterpret_cast<uint16_t*>(x6.data()), dims(p.input_shapes()[0]));
-  Halide::Buffer<uint16_t> by(reinterpret_cast<uint16_t*>(y6.data()), dims(p.input_shapes()[1]));
-  std::vector<float> out(test::count(p.dw_shape()), -7.0f);
-  Halide::Buffer<float> bo(out.data(), dims({p.group.real_g, g.kernel[0], p.group.cin1_g, g.kernel[1],
-                                             g.kernel[2], p.group.cout_g, kC0}));
-  Halide::Callable k = l.pipeline.compile_to_callable(l.args, t);
-  ASSERT_EQ(k(bx, by, bo), 0);
-  std::vector<float> w(test::count({wd.begin(), wd.end()}));
-  oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
-  test::expect_close(std::vector<double>(w.begin(), w.end()), test::ref_dw(g, x, dy), 1e-6);
+  test::check_bf16_dw(c, p, l.pipeline, l.args, t, 21);
 }
 
 class Bf16DwPairsTest : public ::testing::TestWithParam<int> {};
@@ -172,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwPairsTest, ::testing::Range(0, 3),
 TEST(Bf16Pairs, DwPairsAreNotOfferedWhereStagingDominates) {
   // The seed's shape scaled down: 16 channels, stride 2 (many x bytes per FMA).
   const Case c{"seedlike", 4, 16, 16, 1, {4, 12, 12}, {2, 3, 3}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 1, 0, 1}};
-  const Problem p = dw_problem(c, DType::kBFloat16);
+  const Problem p = test::dw_problem(c, DType::kBFloat16);
   const Halide::Target t = lower::host_target();
   const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", ""}, 2, t), 2, t);
   EXPECT_EQ(l.schedule_detail.find("pair"), std::string::npos) << l.schedule_detail;
@@ -181,7 +118,7 @@ TEST(Bf16Pairs, DwPairsAreNotOfferedWhereStagingDominates) {
 
 TEST(Bf16Pairs, AutoPicksPairsOnlyWhereTheyBeatFmas) {
   for (DType dt : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
-    const Problem p = dw_problem(kDwCases[0], dt);
+    const Problem p = test::dw_problem(kDwCases[0], dt);
     for (const Halide::Target& t : {lower::host_target(), without_bf16_dot(lower::host_target())}) {
       const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", ""}, 2, t), 2, t);
       const bool pairs = l.schedule_detail.find("bf16 pair dot products") != std::string::npos;
