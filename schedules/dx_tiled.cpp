@@ -2,7 +2,7 @@
  * channels (c0, c1), K = output channels x taps of the phase: the GEMM register tile of
  * schedules/gemm_tile.h, QT positions x CT channel blocks. With strides the tile lives in the
  * phase frame (all QT positions share one phase, so one tap set) and is stored straight to its
- * 6HD places (the algorithm's scatter form). */
+ * 6HD places (the algorithm's scatter form; a ragged frame is gathered per depth slice). */
 #include <algorithm>
 
 #include "schedules/gemm_tile.h"
@@ -82,10 +82,12 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
                       int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * gd.cout_g * 4 * gd.real_g;
   n.units = g.n * phase_extent(p, 0) * g.stride[0];
   // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach); the tiles
-  // store dX in place, strided or not.
+  // store dX in place, but a ragged phase frame is gathered into 6HD per depth slice (from
+  // L2: only the writes count).
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
-  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes);
+  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
+                 (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
   return evaluate(n, Machine::of(ctx.target));
 }
@@ -106,7 +108,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
     stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
   }
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
-  if (a.strided) {
+  if (a.scatter) {
     // Each tile is stored straight to its 6HD places (every sw-th position of a row) while
     // the next ones compute: the whole output written in a pass of its own stalls on memory
     // (the seed's dX spent half its time there). Batch and depth phases run in parallel
@@ -124,10 +126,23 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
         .parallel(b)
         .parallel(rs[4]);
     register_tile(acc, a.out, rwo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2, t.kwt > 1);
-    // A row whose phase has fewer positions (W not a multiple of sw) ends in a shorter tile;
-    // the tile keeps its constant extent (its registers), computing a few phase-frame
-    // positions no one stores.
+    // A row of fewer positions than a multiple of qt ends in a shorter tile; the tile keeps its
+    // constant extent (its registers), computing a few phase-frame positions no one stores.
     acc.bound_extent(qw, t.qt);
+    return;
+  }
+  if (a.strided) {
+    // A ragged phase frame (an extent its stride does not divide) is computed per output depth
+    // slice (one qd, pd) right before that slice is gathered into 6HD, so it stays in L2.
+    a.out.compute_root().vectorize(c0).parallel(a.d);
+    a.dxp.compute_at(a.out, a.d)
+        .split(qw, wo, wi, t.qt)
+        .split(c1, c1o, c1i, t.ct)
+        .reorder(c0, wi, c1i, wo, a.pw, a.qh, a.ph, c1o, a.qd, a.pd, b)
+        .vectorize(c0)
+        .unroll(wi)
+        .unroll(c1i);
+    register_tile(acc, a.dxp, wo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2, t.kwt > 1);
     return;
   }
   a.out.compute_root()

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "Halide.h"
@@ -27,6 +28,7 @@ using test::Case;
 const Case kCases[] = {
     {"plain", 2, 16, 16, 1, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     {"strided", 2, 16, 32, 1, {7, 9, 11}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 0, 1, 1, 0, 2}},
+    {"strided_exact", 1, 16, 32, 1, {4, 6, 12}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 0, 1, 1, 0, 2}},
     {"grouped_mag4", 1, 20, 56, 4, {4, 5, 6}, {1, 3, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 0, 1}},
     {"odd_channels", 1, 20, 37, 1, {4, 5, 9}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
 };
@@ -67,7 +69,7 @@ TEST_P(Bf16PairsTest, NativeDotProductsMatchReference) {
   check(kCases[GetParam()], t, "qt=4,ct=1,pair=2", true);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, Bf16PairsTest, ::testing::Range(0, 4),
+INSTANTIATE_TEST_SUITE_P(Cases, Bf16PairsTest, ::testing::Range(0, (int)std::size(kCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kCases[i.param].name; });
 
 // dW pairs output rows (an odd Ho pairs its last row with zeros); x rows are staged per chunk,

@@ -77,6 +77,8 @@ const Case kCases[] = {
     {"pointwise", 2, 40, 24, 1, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
     {"pointwise_grouped", 1, 32, 48, 2, {2, 4, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
     {"pointwise_split", 1, 16, 2, 1, {5, 3, 4}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    // Every extent a multiple of its stride: dX's scatter form (the ragged ones gather).
+    {"strided_exact", 2, 32, 32, 1, {6, 8, 12}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 0, 1, 1, 0, 2}},
 };
 
 using Param = std::tuple<int, DType, std::string>;

@@ -91,6 +91,7 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   a.in_extent = ints(geo.in);
   a.stride = {sd, sh, sw};
   a.x_shape = p.x_shape();
+  a.scatter = dx_scatters(p);
   // Every form's reduction: its leading dims (output channels, one at a time or in pairs), then
   // (jw, jh, jd), the taps of the phase only (see PhaseTaps), predicated on j naming a real tap
   // when strided; with the taps it names and the dy positions they read in the phase frame.
@@ -233,19 +234,11 @@ DxAlgorithm define_backprop_input(const Problem& p) {
 }
 
 RDom DxAlgorithm::use_scatter() {
+  internal_check(scatter, "the scatter form needs a strided dX whose extents its strides divide");
   const auto [D, H, W] = in_extent;
   const auto [sd, sh, sw] = stride;
-  auto phases = [](int e, int s) { return (e + s - 1) / s; };
-  RDom rs({{0, phases(W, sw)}, {0, sw}, {0, phases(H, sh)}, {0, sh}, {0, phases(D, sd)}, {0, sd}},
-          "rs");
+  RDom rs({{0, W / sw}, {0, sw}, {0, H / sh}, {0, sh}, {0, D / sd}, {0, sd}}, "rs");
   Expr tw = rs[0] * sw + rs[1], th = rs[2] * sh + rs[3], td = rs[4] * sd + rs[5];
-  if (W % sw || H % sh || D % sd) {
-    // The predicate skips the positions past the volume; the clamps (a no-op where it holds)
-    // keep Halide's bounds of the written region inside the output buffer, which it infers
-    // from the RDom's box, not from the predicate.
-    rs.where(tw < W && th < H && td < D);
-    tw = min(tw, W - 1), th = min(th, H - 1), td = min(td, D - 1);
-  }
   Func o("out");
   o(c0, w, h, c1, d, b) = undef(dxp.type());
   o(c0, tw, th, c1, td, b) = dxp(c0, rs[0], rs[1], rs[2], rs[3], rs[4], rs[5], c1, b);

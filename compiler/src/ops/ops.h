@@ -95,15 +95,18 @@ struct DxAlgorithm {
   Halide::RDom r;             ///< (n, jw, jh, jd): the taps of the stride phase (tap = k0 + j*step,
                               ///< phase_tap_extent), predicated on j naming a real tap
   bool strided = false;       ///< any stride > 1: out gathers from dxp; else out reads acc directly
-  /** Scatter form of a strided output: `out` becomes an update over rs = (qw, pw, qh, ph, qd, pd)
-   * that writes the current dxp (call it after use_diag/use_pairs/use_tiles) to w = qw*sw + pw,
-   * h = qh*sh + ph, d = qd*sd + pd (positions past the volume skipped by rs's predicate). A schedule
-   * then stores each register tile straight to its 6HD places while it computes: the gather form
-   * reads dxp once per output position, a second pass over dX whose stores stall on memory when
-   * they come all at once (no compute left to hide them behind). The returned rs is what the
-   * schedule splits; (q, p) -> q*s + p is injective for p < s, so no two of its iterations
-   * write one place and any of them may run in parallel. */
+  /** Scatter form of a strided output, defined when `scatter` (every extent of dX a multiple of
+   * its stride, so the phase frame covers the volume exactly): `out` becomes an update over
+   * rs = (qw, pw, qh, ph, qd, pd) that writes the current dxp (call it after use_diag/use_pairs/
+   * use_tiles) to w = qw*sw + pw, h = qh*sh + ph, d = qd*sd + pd. A schedule then stores each
+   * register tile straight to its 6HD places while it computes: the gather form reads dxp once
+   * per output position, a second pass over dX whose stores stall on memory when they come all
+   * at once (no compute left to hide them behind). The returned rs is what the schedule splits;
+   * (q, p) -> q*s + p is injective for p < s, so no two of its iterations write one place and any
+   * of them may run in parallel. (A ragged frame would need rs predicated on the volume; Halide
+   * bounds the written region by rs's box, outside the output buffer.) */
   Halide::RDom use_scatter();
+  bool scatter = false;
   std::array<int, 3> in_extent{1, 1, 1};  ///< D, H, W of dX
   std::array<int, 3> stride{1, 1, 1};     ///< sd, sh, sw
   std::vector<int64_t> x_shape;           ///< dX's 6HD shape (the scatter form's output buffer)
@@ -180,6 +183,15 @@ struct FwdAlgorithm {
   Halide::Var c0{"c0"}, wo{"wo"}, ho{"ho"}, c1{"c1"}, od{"od"}, b{"b"}, n{"n"}, kw{"kw"},
       kh{"kh"}, kd{"kd"}, g{"g"}, w{"w"}, h{"h"}, d{"d"}, c1g{"c1g"};
 };
+
+/** Whether dX has its scatter form for `p` (DxAlgorithm::scatter): strided, every extent of dX a
+ * multiple of its stride. */
+inline bool dx_scatters(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
+  return strided && g.in[0] % g.stride[0] == 0 && g.in[1] % g.stride[1] == 0 &&
+         g.in[2] % g.stride[2] == 0;
+}
 
 /** Whether dX has its pair form for `p` (DxAlgorithm::pairs): bf16 inputs, an even cout_g. */
 inline bool bf16_pairs(const Problem& p) {
