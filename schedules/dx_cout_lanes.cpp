@@ -105,17 +105,19 @@ class DxCoutLanes final : public DxSchedule {
       << (t.kwu ? "kw unrolled, " : "") << "per-row output, " << ctx.threads << " threads";
     return s.str();
   }
-  /** "" (the own choice) first, then the widest tiles and the narrowest covering a phase row in
-   * as few tiles, with kw unrolled and not. */
+  /** "" (the own choice) first, then in its kw order the widest tiles and the narrowest covering
+   * a phase row in as few tiles, then the own tile in the other order. The other order's widths
+   * are not offered: the model ties their compute with the own order's and credits the taps-
+   * one-at-a-time order with less streaming, but that order recomputes every position's dy row
+   * address per tap (Sapphire Rapids, stem dX: [qt=8,ord=2] 54 ms against [qt=7,ord=1] 40.5). */
   std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
     const int64_t ext = phase_extent(p, 2);
     const Tiles own = choose_tiles(p, ctx, "");
     std::vector<std::string> keys{key_of(own)};
-    for (int kwu : {own.kwu, 1 - own.kwu}) {
-      const int64_t qmax = qt_max(p, kwu, ctx.target);
-      for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), qmax + 1, qmax * 3 / 4})
-        if (qt <= ext) keys.push_back(key_of({(int)std::max<int64_t>(1, qt), kwu}));
-    }
+    const int64_t qmax = qt_max(p, own.kwu, ctx.target);
+    for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), qmax + 1, qmax * 3 / 4})
+      if (qt <= ext) keys.push_back(key_of({(int)std::max<int64_t>(1, qt), own.kwu}));
+    keys.push_back(key_of({own.qt, 1 - own.kwu}));
     return TileSpace::candidates(keys, 6);
   }
 
