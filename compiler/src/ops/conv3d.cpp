@@ -38,8 +38,8 @@ FwdAlgorithm define_forward(const Problem& p) {
     Expr ic = g * in_g + n;
     Expr wi = w - pl, hi = h - pt, di = d - pf;
     Expr inside = wi >= 0 && wi < W && hi >= 0 && hi < H && di >= 0 && di < D && ic < Cin;
-    Expr v = a.x(ic % C0, clamp(wi, 0, W - 1), clamp(hi, 0, H - 1), min(ic / C0, C1 - 1),
-                 clamp(di, 0, D - 1), b);
+    Expr v = a.x(ic % C0, clamp_inside(wi, W), clamp_inside(hi, H), min(ic / C0, C1 - 1),
+                 clamp_inside(di, D), b);
     a.xs(n, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
   }
 

@@ -33,7 +33,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     Expr inside = wi >= 0 && wi < W && hi >= 0 && hi < H && di >= 0 && di < D;
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
     return std::make_pair(inside,
-                          a.x(c0, clamp(wi, 0, W - 1), clamp(hi, 0, H - 1), c1, clamp(di, 0, D - 1), b));
+                          a.x(c0, clamp_inside(wi, W), clamp_inside(hi, H), c1, clamp_inside(di, D), b));
   };
   {
     const auto [inside, v] = x_padded(w, h);

@@ -81,8 +81,8 @@ DxAlgorithm define_backprop_input(const Problem& p) {
       a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
     } else {
       Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
-      Expr v = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
-                    clamp(d, 0, Do - 1), b);
+      Expr v = a.dy(oc % C0, clamp_inside(w, Wo), clamp_inside(h, Ho), min(oc / C0, Co1 - 1),
+                    clamp_inside(d, Do), b);
       a.dys(n, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
     }
   }
@@ -167,8 +167,8 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     a.wd(c0, m, kw, kh, kd, g) = select(c0 < mag, a.wz(c0, 0, nn, kw, kh, kd, g), 0.0f);
     if (M == 1 && cout_g == C0) {  // channel g*16 + c0: dy's block g, read as a vector
       Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
-      Expr v = a.dy(c0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(g, Co1 - 1),
-                    clamp(d, 0, Do - 1), b);
+      Expr v = a.dy(c0, clamp_inside(w, Wo), clamp_inside(h, Ho), min(g, Co1 - 1),
+                    clamp_inside(d, Do), b);
       a.dyd(c0, m, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
     } else {
       a.dyd(c0, m, w, h, d, b, g) = a.dys(nn, w, h, d, b, g);
@@ -195,8 +195,8 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     a.wzp(e, c0, c1g, n2, kw, kh, kd, g) = as_bf16(select(valid, v, cast<uint16_t>(0)));
     Expr oc = g * cout_g + nn;
     Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
-    Expr dv = a.dy(oc % C0, clamp(w, 0, Wo - 1), clamp(h, 0, Ho - 1), min(oc / C0, Co1 - 1),
-                   clamp(d, 0, Do - 1), b);
+    Expr dv = a.dy(oc % C0, clamp_inside(w, Wo), clamp_inside(h, Ho), min(oc / C0, Co1 - 1),
+                   clamp_inside(d, Do), b);
     a.dysp(e, n2, w, h, d, b, g) = as_bf16(select(inside, dv, cast<uint16_t>(0)));
     a.dysk(n, w, h, d, b, g) = a.dysp(n % 2, n / 2, w, h, d, b, g);
     {

