@@ -133,7 +133,7 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   // The shared levels deliver less per core when every thread streams.
   const bool shared = n.threads > 1;
   double bw = 0;
-  if (n.visit_footprint <= m.l1 * 3 / 4) {
+  if (n.visit_footprint <= m.l1_visit_bytes()) {
     e.level = "L1";
   } else if (n.chunk_footprint <= m.l2 / 2) {
     // Half the L2: the rest holds the next chunk's staging, outputs and prefetched lines (g dW

@@ -87,6 +87,11 @@ struct Machine {
   double folded_fma_pipes = 0;
   bool calibrated = false;  ///< the rates above were measured on this host
 
+  /** Bytes a tile visit may touch and still find them in L1 on its next step and on the next
+   * tile's visit: three quarters of L1 (the rest holds the stack, staging lines and what the
+   * prefetchers bring). */
+  int64_t l1_visit_bytes() const { return l1 * 3 / 4; }
+
   static Machine of(const Halide::Target& target);
 };
 

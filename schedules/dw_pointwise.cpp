@@ -10,6 +10,7 @@
  * needs 17. K (positions) is blocked in chunks of CH rows whose x and dy panels stay in L2 while
  * every tile passes over them; the chunking, the tile spread over threads and the optional
  * reduction split are dw_tiled's (schedules/loops.h). */
+#include <cstdlib>
 #include <sstream>
 
 #include "schedules/loops.h"
@@ -52,15 +53,29 @@ void choose_register_tile(const Problem& p, const Halide::Target& target, PwTile
   }
 }
 
+/** Rows per K chunk whose tile visit (ct blocks of x and the dy lines of nt channels) stays in
+ * L1, at least ~128 positions (l1_chunk_rows): the 4-8 output-channel tiles sharing x blocks run
+ * from L1 (d dW on Sapphire Rapids: 7 rows 2.56 ms, the whole 28-row slab 2.89). */
+int l1_chunk(const Problem& p, const PwTiles& t, const Machine& m) {
+  const int64_t wo = p.geo.out[2];
+  return l1_chunk_rows(p.geo.out[1], wo * 64 * (t.ct + ceil_div(t.nt, 16)), m.l1_visit_bytes(),
+                       ceil_div(128, wo));
+}
+
+/** The L2 chunk (a candidate): every block's x and dy panels in half the L2, at least ~256
+ * positions per visit. */
+int l2_chunk(const Problem& p, const Machine& m) {
+  const ConvGeometry& g = p.geo;
+  const int64_t row_bytes = g.out[2] * 64 * (p.group.cin1_g * p.group.real_g + g.cout1());
+  const int64_t fit = std::max<int64_t>(1, (m.l2 / 2) / row_bytes);
+  return largest_divisor_upto(g.out[1], std::max<int64_t>(fit, ceil_div(256, g.out[2])));
+}
+
 PwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   PwTiles t;
   choose_register_tile(p, ctx.target, t);
-  // A chunk's x and dy panels (every block of both) in half the L2, at least ~256 positions
-  // per tile visit to amortize loading and storing the accumulators.
-  const int64_t row_bytes = g.out[2] * 64 * (p.group.cin1_g * p.group.real_g + g.cout1());
-  const int64_t fit = std::max<int64_t>(1, (Machine::of(ctx.target).l2 / 2) / row_bytes);
-  t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(fit, ceil_div(256, g.out[2])));
+  t.ch = l1_chunk(p, t, Machine::of(ctx.target));
   const VariantFields f = space().resolve(ctx.variant, {{"ct", &t.ct}, {"nt", &t.nt}, {"ch", &t.ch}});
   space().require(p.group.cin1_g % t.ct == 0 && p.group.cout_g % t.nt == 0 && g.out[1] % t.ch == 0,
                   ctx.variant,
@@ -137,9 +152,16 @@ class DwPointwise final : public DwSchedule {
       shapes.clear();
       for (int ct : {1, 2, 4}) shapes.push_back({ct, std::max(1, tile_accumulators(ctx.target, ct) / ct)});
     }
+    const Machine m = Machine::of(ctx.target);
+    {
+      PwTiles t = d;
+      t.ch = l2_chunk(p, m);
+      list.push_back(t);
+    }
     for (auto [ct, nt] : shapes) {
       PwTiles t = d;
       t.ct = largest_divisor_upto(p.group.cin1_g, ct), t.nt = largest_divisor_upto(p.group.cout_g, nt);
+      t.ch = l1_chunk(p, t, m);  // the chunk follows the tile's footprint
       list.push_back(t);
     }
     for (int64_t ch : {(int64_t)d.ch * 2, (int64_t)d.ch / 2}) {
@@ -175,7 +197,11 @@ class DwPointwise final : public DwSchedule {
       a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     }
     red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(c1g);
-    red.intm.update().reorder(c0, n, c1g, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(c1g);
+    {
+      Stage u = red.intm.update();
+      u.reorder(c0, n, c1g, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(c1g);
+      if (getenv("AB_FUSE")) u.fuse(a.r[0], red.rows, RVar("pos"));
+    }
 
     stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});
   }

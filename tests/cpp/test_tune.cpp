@@ -185,9 +185,10 @@ TEST(Tune, VariantsNeverShareADiskCacheEntry) {
     EXPECT_EQ(compile(p, CompileOptions{"dw_tiled", variants[i]})->variant(), variants[i]);
   EXPECT_EQ(cache_stats().hits, before.hits);  // each variant missed: no entry of another fits
   // One entry (sidecar <key>.json under <dir>/<key[:2]>/) per variant.
+  // (The host calibration, machine.json, lies in <dir> itself when choosing tiles measured it.)
   int entries = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-    entries += e.path().extension() == ".json";
+    entries += e.path().extension() == ".json" && e.path().parent_path() != std::filesystem::path(dir);
   EXPECT_EQ(entries, 3);
   // Each loads its own entry (three libraries loaded in one process), also after a reload.
   EXPECT_EQ(cache_stats().fallbacks, before.fallbacks);
