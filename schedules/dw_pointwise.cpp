@@ -10,7 +10,6 @@
  * needs 17. K (positions) is blocked in chunks of CH rows whose x and dy panels stay in L2 while
  * every tile passes over them; the chunking, the tile spread over threads and the optional
  * reduction split are dw_tiled's (schedules/loops.h). */
-#include <cstdlib>
 #include <sstream>
 
 #include "schedules/loops.h"
@@ -197,11 +196,7 @@ class DwPointwise final : public DwSchedule {
       a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     }
     red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(c1g);
-    {
-      Stage u = red.intm.update();
-      u.reorder(c0, n, c1g, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(c1g);
-      if (getenv("AB_FUSE")) u.fuse(a.r[0], red.rows, RVar("pos"));
-    }
+    red.intm.update().reorder(c0, n, c1g, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(c1g);
 
     stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});
   }
