@@ -26,11 +26,11 @@ double amx_lane_use(const Problem& p, const LoopNest& n, int rows, int kk) {
   return std::min(1.0, p.geo.flops() / 2 / executed);
 }
 
-void amx_tile(Func acc, Func owner, const Var& at, const Var& j, const Var& i, const RVar& k,
+void amx_tile(Func acc, Func owner, const VarOrRVar& at, const Var& j, const Var& i, const RVar& k,
               int kk, const std::vector<VarOrRVar>& outer) {
   Func back = acc.in();
-  back.compute_at(owner, at).bound_extent(i, 16).align_storage(j, 32).vectorize(j).vectorize(i);
-  acc.compute_at(owner, at).bound_extent(i, 16).store_in(MemoryType::AMXTile).vectorize(j).vectorize(i);
+  back.compute_at(LoopLevel(owner, at)).bound_extent(i, 16).align_storage(j, 32).vectorize(j).vectorize(i);
+  acc.compute_at(LoopLevel(owner, at)).bound_extent(i, 16).store_in(MemoryType::AMXTile).vectorize(j).vectorize(i);
   RVar ko("ko"), ki("ki");
   std::vector<VarOrRVar> order{ki, j, i, ko};
   order.insert(order.end(), outer.begin(), outer.end());

@@ -46,7 +46,7 @@ double amx_lane_use(const Problem& p, const LoopNest& n, int rows, int kk);
  * multiply per `kk` of the reduction `k`, walking `outer` (the rest of the reduction, innermost
  * first) outside. Its consumers read it through a tile store to the stack, rows padded to 32
  * lanes (unpadded, Halide flattens the 16 x 16 store to one run, which is not a tile store). */
-void amx_tile(Halide::Func acc, Halide::Func owner, const Halide::Var& at, const Halide::Var& j,
+void amx_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar& at, const Halide::Var& j,
               const Halide::Var& i, const Halide::RVar& k, int kk,
               const std::vector<Halide::VarOrRVar>& outer);
 

@@ -39,6 +39,11 @@ const Case kCases[] = {
     {"odd_channels", 1, 20, 37, 1, {4, 5, 19}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
     {"dilated", 1, 16, 32, 1, {5, 7, 20}, {3, 2, 3}, {1, 1, 1}, {2, 1, 2}, {2, 2, 1, 0, 2, 2}},
     {"pointwise", 2, 48, 32, 1, {3, 4, 18}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    // Strided with every extent a multiple of its stride (the scatter form): phases of 2 taps and
+    // of 1 (the second slot zero), and a stride-3 axis of one tap per phase.
+    {"strided_phases", 2, 16, 32, 1, {4, 6, 9}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    // Stride and dilation 2: odd phases meet no tap at all (every slot zero, dX 0 there).
+    {"strided_dilated", 1, 16, 32, 1, {4, 6, 8}, {3, 2, 3}, {2, 2, 2}, {2, 1, 2}, {2, 1, 0, 1, 2, 2}},
 };
 
 Halide::Target without_amx(Halide::Target t) {
