@@ -54,3 +54,22 @@ def test_goals_report_misses_from_the_run():
     assert ">= 1x oneDNN bf16 (the CPU has AVX512_BF16" in text and "b dw 1t 0.50x" in text
     run["machine"] = "CPU: X (avx512f)"
     assert ">= 3x oneDNN bf16 (no AVX512_BF16" in goals.render(run)
+
+
+def test_rounds_keep_the_faster_median_and_every_rounds_time():
+    a = {"ms": 3.0, "min_ms": 2.9, "k": 10, "impl_info": "first"}
+    b = {"ms": 2.5, "min_ms": 2.4, "k": 12, "impl_info": "second"}
+    r = bench.faster_round(a, b)
+    assert r["ms"] == 2.5 and r["impl_info"] == "second" and r["rounds_ms"] == [3.0, 2.5]
+    r = bench.faster_round(r, {"ms": 2.8})
+    assert r["ms"] == 2.5 and r["rounds_ms"] == [3.0, 2.5, 2.8]
+    # A round that failed keeps the earlier result.
+    r = bench.faster_round(a, {"error": "RuntimeError: boom"})
+    assert r["ms"] == 3.0 and r["rounds_ms"] == [3.0]
+
+
+def test_time_fn_runs_until_its_budget_after_a_warm_up():
+    calls = []
+    t = bench.time_fn(lambda: calls.append(1), 0.01, min_k=3, max_k=7)
+    assert t["k"] == 7 and len(calls) == 8  # a warm-up, then max_k: each run is far below budget
+    assert 0 <= t["min_ms"] <= t["ms"]
