@@ -53,12 +53,11 @@ void choose_register_tile(const Problem& p, const Halide::Target& target, PwTile
 }
 
 /** Rows per K chunk whose tile visit (ct blocks of x and the dy lines of nt channels) stays in
- * L1, at least ~128 positions (l1_chunk_rows): the 4-8 output-channel tiles sharing x blocks run
+ * L1 (l1_chunk_rows): the 4-8 output-channel tiles sharing x blocks run
  * from L1 (d dW on Sapphire Rapids: 7 rows 2.56 ms, the whole 28-row slab 2.89). */
 int l1_chunk(const Problem& p, const PwTiles& t, const Machine& m) {
   const int64_t wo = p.geo.out[2];
-  return l1_chunk_rows(p.geo.out[1], wo * 64 * (t.ct + ceil_div(t.nt, 16)), m.l1_visit_bytes(),
-                       ceil_div(128, wo));
+  return l1_chunk_rows(p.geo.out[1], wo * 64 * (t.ct + ceil_div(t.nt, 16)), wo, m.l1_visit_bytes());
 }
 
 /** The L2 chunk (a candidate): every block's x and dy panels in half the L2, at least ~256

@@ -68,12 +68,12 @@ int64_t visit_row_bytes(const Problem& p, const DwTiles& t) {
   return t.pair * 64 * (g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2] + g.out[2]);
 }
 
-/** Rows per chunk whose tile visit stays in L1 (l1_chunk_rows), at least ~128 positions: the
- * tiles sharing those rows (output channel groups, kh neighbours) then run from L1. On Sapphire
+/** Rows per chunk whose tile visit stays in L1 (l1_chunk_rows): the tiles sharing those rows
+ * (output channel groups, kh neighbours) then run from L1. On Sapphire
  * Rapids: e1 dW 7 rows against 14 (5-8%), g dW 7 against 14 (16%), seed 6 against 12 (5%). */
 int l1_chunk(const Problem& p, const DwTiles& t, const Machine& m) {
-  return l1_chunk_rows(rows_of(p, t.pair), visit_row_bytes(p, t), m.l1_visit_bytes(),
-                       ceil_div(128, p.geo.out[2] * t.pair));
+  return l1_chunk_rows(rows_of(p, t.pair), visit_row_bytes(p, t), p.geo.out[2] * t.pair,
+                       m.l1_visit_bytes());
 }
 
 /** The earlier rule (a candidate): ~512 reduction points per chunk. */

@@ -105,19 +105,8 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
       .vectorize(a.e)
       .parallel(ro);
   stage_root(a.dysk, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
-  if (a.scatter) {
-    // Strided: each phase's tiles of qt positions are stored straight to their 6HD places (every
-    // sw-th line), as dx_tiled's scatter form; batch and depth phases in parallel.
-    const RDom rs = a.use_scatter();
-    RVar rwo("rwo"), rwi("rwi");
-    a.out.update()
-        .split(rs[0], rwo, rwi, qt, TailStrategy::GuardWithIf)
-        .reorder(a.c0, rwi, rwo, rs[1], rs[2], rs[3], a.c1, rs[4], rs[5], a.b)
-        .vectorize(a.c0)
-        .unroll(rwi)
-        .allow_race_conditions()  // no race: see DxAlgorithm::use_scatter
-        .parallel(a.b)
-        .parallel(rs[4]);
+  if (a.scatter) {  // strided: each phase's tiles stored straight to 6HD, one block per tile
+    const RVar rwo = scatter_tiles(a, qt, 1);
     amx_tile(a.acct, a.out, rwo, a.c0, a.qw, a.rt[0], kk, {a.rt[1], a.rt[2], a.rt[3]});
     return;
   }

@@ -109,22 +109,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
   }
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
   if (a.scatter) {
-    // Each tile is stored straight to its 6HD places (every sw-th position of a row) while
-    // the next ones compute: the whole output written in a pass of its own stalls on memory
-    // (the seed's dX spent half its time there). Batch and depth phases run in parallel
-    // (nested when the batch alone is too short for the threads).
-    const RDom rs = a.use_scatter();
-    RVar rwo("rwo"), rwi("rwi");
-    a.out.update()
-        .split(rs[0], rwo, rwi, t.qt, TailStrategy::GuardWithIf)
-        .split(c1, c1o, c1i, t.ct)
-        .reorder(c0, rwi, c1i, rwo, rs[1], rs[2], rs[3], c1o, rs[4], rs[5], b)
-        .vectorize(c0)
-        .unroll(rwi)
-        .unroll(c1i)
-        .allow_race_conditions()  // no race: see DxAlgorithm::use_scatter
-        .parallel(b)
-        .parallel(rs[4]);
+    const RVar rwo = scatter_tiles(a, t.qt, t.ct);
     register_tile(acc, a.out, rwo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2, t.kwt > 1);
     // A row of fewer positions than a multiple of qt ends in a shorter tile; the tile keeps its
     // constant extent (its registers), computing a few phase-frame positions no one stores.

@@ -51,6 +51,23 @@ void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, con
   acc.update().reorder(c0, pos, blk, r[0], r[1], r[2], r[3]).vectorize(c0).unroll(pos).unroll(blk);
 }
 
+RVar scatter_tiles(ops::DxAlgorithm& a, int qt, int ct) {
+  const RDom rs = a.use_scatter();
+  RVar rwo("rwo"), rwi("rwi");
+  Var c1o("c1o"), c1i("c1i");
+  a.out.update()
+      .split(rs[0], rwo, rwi, qt, TailStrategy::GuardWithIf)
+      .split(a.c1, c1o, c1i, ct)
+      .reorder(a.c0, rwi, c1i, rwo, rs[1], rs[2], rs[3], c1o, rs[4], rs[5], a.b)
+      .vectorize(a.c0)
+      .unroll(rwi)
+      .unroll(c1i)
+      .allow_race_conditions()  // no race: see DxAlgorithm::use_scatter
+      .parallel(a.b)
+      .parallel(rs[4]);
+  return rwo;
+}
+
 namespace {
 /** The split runs over batch when it has enough entries (or more than depth), else depth. */
 bool split_by_batch(const Problem& p, int parts) {

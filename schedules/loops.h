@@ -33,6 +33,14 @@ void register_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar
                    const Halide::Var& c0, const Halide::Var& pos, const Halide::Var& blk,
                    const Halide::RDom& r, bool pairs = false, bool kw_inside = false);
 
+/** A strided dX's scatter form (DxAlgorithm::use_scatter) in tiles of `qt` phase positions x
+ * `ct` input blocks: each tile is stored straight to its 6HD places (every sw-th 64-byte line)
+ * while the next ones compute (the whole output written in a pass of its own stalls on memory:
+ * the seed dX spent half its time there); batch and depth phases run in parallel (nested when
+ * the batch alone is too short for the threads). Returns the loop over a row's tiles, where
+ * the tile's accumulator is computed. */
+Halide::RVar scatter_tiles(ops::DxAlgorithm& a, int qt, int ct);
+
 /** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1
  * (dw_parts' count) the reduction is first split over batch (or depth) into partial sums
  * indexed by `part`, each a thread's whole work unit (an rfactor; `acc`
