@@ -13,7 +13,12 @@
  * taps reading zero weights (ops wzs), and each phase's tiles are stored straight to their 6HD
  * places (the scatter form, so only where every extent is a multiple of its stride). The zero
  * slots cost multiplies (stride 2, kernel 3: 64 slots for 27 taps), a fraction of what the fp32
- * FMAs of dx_tiled take (g dX bf16 on Sapphire Rapids: 31.5 -> 11.5 ms; the seed 6.2 -> 3.6). */
+ * FMAs of dx_tiled take (g dX bf16 on Sapphire Rapids: 31.5 -> 11.5 ms; the seed 6.2 -> 3.6).
+ *
+ * A tile multiply reaches the unit's rate only with both operand tiles in L1 (Sapphire Rapids:
+ * ~5 ns per multiply; one operand from L2 ~9 ns, both ~12). A whole tap set's weights (27 taps
+ * x 128 channels: 108 KB) do not fit, so where visits stay long enough the tile walks one
+ * (kd, kh) at a time and adds into sums kept per block of rows (splits_taps). */
 #include <algorithm>
 
 #include "schedules/amx_tile.h"
@@ -37,6 +42,28 @@ int k_step(const Problem& p) {
   return 2;  // unreachable: bf16_pairs requires an even cout_g
 }
 
+/** Unstrided, a tile's reduction is split per (kd, kh) when such a visit still runs at least
+ * this many tile multiplies (Kw taps x cout_g / KK channel chunks). A visit ends in a drain:
+ * the accumulator's multiply chain completes, the tile is stored and added to the sums (~45 ns
+ * on Sapphire Rapids), and the next visit waits for it (Halide gives every visit the same tile
+ * register). Measured there (bf16 dX): b_c3d (12 per visit) 52.5 -> 49.7 ms, c2 (6) 6.2 -> 5.8;
+ * e1 (3) 0.75 -> 1.5: the drain outweighs what the split saves. */
+constexpr int kMinSplitSteps = 6;
+
+/** Rows of the input (h) whose fp32 sums a split visit adds into: ~16 KB of them, so the sums
+ * stay in L1 beside one (kd, kh)'s weights. */
+int split_rows(const Problem& p) {
+  const int64_t wp = ceil_div(p.geo.in[2], kTileRows) * kTileRows;
+  return (int)std::max<int64_t>(1, 16384 / (wp * 16 * 4));
+}
+
+/** Whether the tile's reduction is split per (kd, kh): see kMinSplitSteps. */
+bool splits_taps(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return !is_strided(p) && g.kernel[0] * g.kernel[1] > 1 &&
+         g.kernel[2] * (p.group.cout_g / k_step(p)) >= kMinSplitSteps;
+}
+
 class DxAmx final : public AmxTileSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_amx"; }
@@ -52,6 +79,9 @@ class DxAmx final : public AmxTileSchedule<ops::DxAlgorithm> {
   std::string describe(const Problem& p, const Context& ctx) const override {
     return "AMX-BF16 tile 16c0 x " + std::to_string(kTileRows) + "w, " +
            std::to_string(k_step(p)) + " channels per tile multiply, " +
+           (splits_taps(p) ? "taps split per (kd, kh) over blocks of " +
+                                 std::to_string(split_rows(p)) + " rows, "
+                           : std::string()) +
            std::to_string(ctx.threads) + " threads";
   }
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -87,6 +117,19 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   n.units = g.n * phase_extent(p, 0);  // (batch, depth) rows; strided: depth of the phase frame
   // Passes: weights and dy staged as bf16 pairs (dy zero-padded by the taps' reach).
   n.pass_bytes = (dw_out_elems(p) + staged_dy_elems(p)) * (input_bytes(p) + 2);
+  if (splits_taps(p)) {
+    // Per (kd, kh): a visit walks kw and the channels only; its weights stay in L1 across the
+    // tiles of a block of rows, whose dy rows it streams; every visit adds its tile read back
+    // (16 x 16 fp32, read and written) to the block's sums.
+    const double kdh = double(g.kernel[0]) * g.kernel[1];
+    n.steps_per_visit /= kdh;
+    n.visits *= kdh;
+    n.visit_bytes = w_bytes / kdh + dy_bytes / kdh;
+    n.visit_footprint = (int64_t)n.visit_bytes;
+    n.chunk_footprint = int64_t(w_bytes / kdh) + int64_t(split_rows(p)) * (g.in[2] + reach) *
+                                                      gd.cout_g * 2 + 16384;
+    n.pass_bytes += n.visits * 16 * 16 * 4 * 2;
+  }
   // Multiply-adds the tiles execute, useful or not (a shifted last tile repeats positions).
   n.lane_use = amx_lane_use(p, n, qt, kk);
   return evaluate(n, m);
@@ -111,6 +154,29 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
     return;
   }
 
+  if (splits_taps(p)) {
+    // The tile walks (kw, channels) of one (kd, kh); per (kd, kh), the tiles of a block of rows
+    // run back to back (the weights stay in L1) and add into the block's fp32 sums.
+    const int rows = split_rows(p);
+    Var u("u"), v("v");
+    Func intm = a.acct.update().rfactor({{a.rt[2], u}, {a.rt[3], v}});
+    Var wo("wo"), wi("wi"), ho("ho"), hi("hi"), par("par"), qo("qo"), qi("qi");
+    a.out.compute_root()
+        .split(a.w, wo, wi, qt, TailStrategy::GuardWithIf)
+        .split(a.h, ho, hi, rows, TailStrategy::GuardWithIf)
+        .reorder(a.c0, wi, wo, hi, ho, a.c1, a.d, a.b)
+        .vectorize(a.c0)
+        .fuse(a.d, a.b, par)
+        .parallel(par);
+    // Whole tiles: a row's sums are padded to a multiple of qt positions (the rest dropped).
+    a.acct.compute_at(a.out, ho).split(a.qw, qo, qi, qt, TailStrategy::RoundUp).vectorize(a.c0);
+    a.acct.update()
+        .split(a.qw, qo, qi, qt, TailStrategy::RoundUp)
+        .reorder(a.c0, qi, qo, a.qh, a.rt[2], a.rt[3])
+        .vectorize(a.c0);
+    amx_tile(intm, a.acct, qo, a.c0, a.qw, a.rt[0], kk, {a.rt[1]});
+    return;
+  }
   // One tile of qt positions x 16 lanes per visit; an input block's tiles sweep its rows, so
   // the block's weights stay in L2 while its (d, n) slab streams.
   Var wo("wo"), wi("wi"), par("par");

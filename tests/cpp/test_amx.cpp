@@ -39,6 +39,9 @@ const Case kCases[] = {
     {"odd_channels", 1, 20, 37, 1, {4, 5, 19}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
     {"dilated", 1, 16, 32, 1, {5, 7, 20}, {3, 2, 3}, {1, 1, 1}, {2, 1, 2}, {2, 2, 1, 0, 2, 2}},
     {"pointwise", 2, 48, 32, 1, {3, 4, 18}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    // 64 output channels x Kw 3: six tile multiplies per (kd, kh), so the taps are split per
+    // (kd, kh) into sums over blocks of 8 rows (W 20 pads to 32): H 11 ends in a ragged block.
+    {"split_taps", 1, 16, 64, 1, {3, 11, 20}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     // Strided with every extent a multiple of its stride (the scatter form): phases of 2 taps and
     // of 1 (the second slot zero), and a stride-3 axis of one tap per phase.
     {"strided_phases", 2, 16, 32, 1, {4, 6, 9}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
@@ -187,6 +190,25 @@ TEST(Amx, AutoPicksTilesOnlyWhereTheTargetHasThem) {
         << dtype_name(dt);
     EXPECT_NE(lower::select(q, {"auto", ""}, 1, without_amx(host)).schedule, "dw_amx");
   }
+}
+
+TEST(Amx, TapsSplitPerDepthAndHeightOnlyWhereVisitsStayLong) {
+  // The split form where a (kd, kh) visit runs >= 6 tile multiplies, unstrided; else one visit
+  // walks every tap (the drain of a short visit costs more than the split saves).
+  const sched::Context ctx{lower::host_target(), 2, ""};
+  auto split = [&](const char* name) {
+    for (const Case& c : kCases)
+      if (std::string(c.name) == name)
+        return sched::dx_amx_schedule()->describe(dx_problem(c, DType::kBFloat16), ctx).find(
+                   "taps split per (kd, kh)") != std::string::npos;
+    ADD_FAILURE() << name;
+    return false;
+  };
+  EXPECT_TRUE(split("split_taps"));
+  EXPECT_TRUE(split("ragged_row"));     // 64 channels: 2 steps x Kw 3
+  EXPECT_FALSE(split("short_row"));     // 16 channels: 1 step x Kw 3
+  EXPECT_FALSE(split("pointwise"));     // one tap
+  EXPECT_FALSE(split("strided_phases"));  // the scatter form
 }
 
 TEST(Amx, ResultIsTheSameAtAnyThreadCount) {
