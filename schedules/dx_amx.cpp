@@ -8,12 +8,12 @@
  * Halide lowers the accumulator stored in MemoryType::AMXTile to tile instructions when the
  * update is exactly one vectorized multiply-add over (K, lanes, positions) with unpredicated
  * loads, and every tile is a whole 16 x 16 (a short or ragged row computes positions past its
- * end and drops them). Strided, a phase has fewer taps than the most a phase has, which the
- * other schedules skip under a predicate: here every phase walks all its slots, a slot past its
- * taps reading zero weights (ops wzs), and each phase's tiles are stored straight to their 6HD
- * places (the scatter form, so only where every extent is a multiple of its stride). The zero
- * slots cost multiplies (stride 2, kernel 3: 64 slots for 27 taps), a fraction of what the fp32
- * FMAs of dx_tiled take (g dX bf16 on Sapphire Rapids: 31.5 -> 11.5 ms; the seed 6.2 -> 3.6).
+ * end and drops them). Strided, the taps of a stride phase are the reduction's predicate, as in
+ * the other schedules: it names only the tap loops outside the tile multiply, so the matcher
+ * takes it and a phase walks its own taps (27 for stride 2, kernel 3, where walking every
+ * phase's most, 64 slots, with zero weights past its taps ran 2x slower: g dX bf16 12.8 ->
+ * 6.2 ms on Sapphire Rapids). Each phase's tiles are stored straight to their 6HD places (the
+ * scatter form, so only where every extent is a multiple of its stride).
  *
  * A tile multiply reaches the unit's rate only with both operand tiles in L1 (Sapphire Rapids:
  * ~5 ns per multiply; one operand from L2 ~9 ns, both ~12). A whole tap set's weights (27 taps
@@ -92,11 +92,12 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   const ConvGeometry& g = p.geo;
   const GroupDict& gd = p.group;
   const int qt = kTileRows, kk = k_step(p);
-  // Taps per phase: strided, every phase walks the most taps a phase has (its slots, a slot
-  // past the phase's taps multiplying zeros: lane_use counts them as waste).
+  // Taps per phase: strided, a phase walks its own taps (on average K / s per dim); its
+  // footprint is that of the phase with the most (slots).
   int slots[3];
   for (int i = 0; i < 3; ++i) slots[i] = ops::phase_tap_extent(g.kernel[i], g.stride[i], g.dilation[i]);
-  const double taps = double(slots[0]) * slots[1] * slots[2];
+  const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2] /
+                      (double(g.stride[0]) * g.stride[1] * g.stride[2]);
   LoopNest n;
   n.threads = ctx.threads;
   // A step: the dy tile (qt rows) and the weight tile, one tile multiply.
@@ -138,9 +139,9 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
 void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
   const int qt = kTileRows, kk = k_step(p);
   a.use_tiles();
-  // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair (strided: per phase
-  // slot, zero past a phase's taps), dy as rows of a position's channels (both bf16).
-  Func wrows = a.strided ? a.wzs : a.wzk;
+  // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair, dy as rows of a
+  // position's channels (both bf16).
+  Func wrows = a.wzk;
   Var row = wrows.args()[2], ro("ro"), ri("ri");
   wrows.compute_root()
       .split(row, ro, ri, 64, TailStrategy::GuardWithIf)

@@ -43,9 +43,10 @@ const Case kCases[] = {
     // (kd, kh) into sums over blocks of 8 rows (W 20 pads to 32): H 11 ends in a ragged block.
     {"split_taps", 1, 16, 64, 1, {3, 11, 20}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     // Strided with every extent a multiple of its stride (the scatter form): phases of 2 taps and
-    // of 1 (the second slot zero), and a stride-3 axis of one tap per phase.
+    // of 1 (the tap loop predicated around the tile multiply), and a stride-3 axis of one tap
+    // per phase.
     {"strided_phases", 2, 16, 32, 1, {4, 6, 9}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
-    // Stride and dilation 2: odd phases meet no tap at all (every slot zero, dX 0 there).
+    // Stride and dilation 2: odd phases meet no tap at all (an empty reduction: dX 0 there).
     {"strided_dilated", 1, 16, 32, 1, {4, 6, 8}, {3, 2, 3}, {2, 2, 2}, {2, 1, 2}, {2, 1, 0, 1, 2, 2}},
 };
 

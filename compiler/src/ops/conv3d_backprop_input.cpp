@@ -103,14 +103,14 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     Taps tap;
     Expr ow, oh, od;
   };
-  auto phase_reduction = [&](std::vector<Range> dims, const char* name, bool predicated = true) {
+  auto phase_reduction = [&](std::vector<Range> dims, const char* name) {
     const int k = (int)dims.size();
     dims.insert(dims.end(), {{0, phase_tap_extent(Kw, sw, dw)}, {0, phase_tap_extent(Kh, sh, dh)},
                              {0, phase_tap_extent(Kd, sd, dd)}});
     RDom r(dims, name);
     const Taps t{phase_taps(pw, r[k], Kw, sw, dw, pl), phase_taps(ph, r[k + 1], Kh, sh, dh, pt),
                  phase_taps(pd, r[k + 2], Kd, sd, dd, pf)};
-    if (a.strided && predicated) r.where(t.w.valid && t.h.valid && t.d.valid);
+    if (a.strided) r.where(t.w.valid && t.h.valid && t.d.valid);
     return PhaseReduction{r, t, qw + (pw + pl - t.w.tap * dw) / sw,
                           qh + (ph + pt - t.h.tap * dh) / sh, qd + (pd + pf - t.d.tap * dd) / sd};
   };
@@ -217,33 +217,14 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     a.outp = Func("out");
     tail(a.accp, a.dxpp, a.outp);
 
-    // Strided, every phase walks the most taps a phase has (its slots) without a predicate,
-    // which a tile multiply cannot take: a slot past the phase's last tap reads zero weights
-    // (wzs) and an in-bounds dy position (the clamped tap's), so it adds nothing.
-    const PhaseReduction rt = phase_reduction({{0, cout_g}}, "rt", /*predicated=*/!a.strided);
+    // Strided, the tile's reduction is predicated like r: the predicate names only the taps
+    // (outer loops of the tile multiply, never its lanes), so Halide's tile matcher takes it.
+    const PhaseReduction rt = phase_reduction({{0, cout_g}}, "rt");
     a.rt = rt.r;
     RVar tk = a.rt[0];
     const Taps& tt = rt.tap;
-    Expr wrow;
-    if (a.strided) {
-      const int half = cout_g / 2, Jw = tt.w.extent, Jh = tt.h.extent, Jd = tt.d.extent;
-      Var row("row");
-      Expr slot = row / half, c1x = slot / (Jw * Jh * Jd * sw * sh * sd);
-      Expr phw = (slot / (Jw * Jh * Jd)) % sw, phh = (slot / (Jw * Jh * Jd * sw)) % sh,
-           phd = (slot / (Jw * Jh * Jd * sw * sh)) % sd;
-      const PhaseTaps sw_t = phase_taps(phw, slot % Jw, Kw, sw, dw, pl),
-                      sh_t = phase_taps(phh, (slot / Jw) % Jh, Kh, sh, dh, pt),
-                      sd_t = phase_taps(phd, (slot / (Jw * Jh)) % Jd, Kd, sd, dd, pf);
-      a.wzs(e, c0, row) =
-          select(sw_t.valid && sh_t.valid && sd_t.valid,
-                 a.wzp(e, c0, c1x % cin1_g, row % half, sw_t.tap, sh_t.tap, sd_t.tap, c1x / cin1_g),
-                 as_bf16(cast<uint16_t>(0)));
-      Expr rslot = (((((c1 * sd + pd) * sh + ph) * sw + pw) * Jd + a.rt[3]) * Jh + a.rt[2]) * Jw + a.rt[1];
-      wrow = a.wzs(tk % 2, c0, rslot * half + tk / 2);
-    } else {
-      wrow = a.wzk(tk % 2, c0,
-                   (((c1 * Kd + tt.d.tap) * Kh + tt.h.tap) * Kw + tt.w.tap) * (cout_g / 2) + tk / 2);
-    }
+    Expr wrow = a.wzk(tk % 2, c0,
+                      (((c1 * Kd + tt.d.tap) * Kh + tt.h.tap) * Kw + tt.w.tap) * (cout_g / 2) + tk / 2);
     a.acct(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.acct(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
         cast<float>(a.dysk(tk, rt.ow, rt.oh, rt.od, b, gi)) * cast<float>(wrow);

@@ -153,14 +153,10 @@ struct DxAlgorithm {
                               ///< real group), tap and channel pair n2 as one index, row =
                               ///< (c1*taps + (kd*Kh + kh)*Kw + kw)*cout_g/2 + n2 (Halide's tile
                               ///< matcher takes the weights' offset only inside the row index)
-  Halide::Func wzs{"wzs"};    ///< strided: (e, c0, row) wzp by phase slot, row = (((((c1*sd +
-                              ///< pd)*sh + ph)*sw + pw)*Jd + jd)*Jh + jh)*Jw + jw)*cout_g/2 + n2,
-                              ///< 0 in a slot past its phase's last tap (rt walks every slot)
   Halide::Func acct{"acct"};  ///< same dims as acc
   Halide::Func dxpt{"dxpt"};  ///< dxp reading acct
   Halide::Func outt;          ///< out reading dxpt (named "out" too)
-  Halide::RDom rt;            ///< (k, jw, jh, jd), the taps of the phase like r (strided: every
-                              ///< slot, unpredicated; wzs zeroes the slots past a phase's taps)
+  Halide::RDom rt;            ///< (k, jw, jh, jd), the taps of the phase, predicated like r
   void use_tiles() { dxp = dxpt, out = outt; }
 };
 
