@@ -4,7 +4,8 @@
  * the transposed stage's rows), one of dy (KK/2 position pairs x 16 channels, the layout
  * TDPBF16PS reads) and one tile multiply. The reduction is chunked as dw_tiled's (rows of one
  * output slab per chunk, staged in cache right before the thread's tiles consume them); a
- * chunk's tile is read back through a tile store and added to the fp32 sums.
+ * chunk's tile is read back through a tile store and added to the fp32 sums. Where chunks
+ * would transpose x twice or more (taps along depth), x is staged once for all of them.
  *
  * Halide lowers a tile only when its update is one vectorized multiply-add over (K, channels,
  * lanes) with unpredicated loads: the chunk divides the rows, K divides the padded row, and
@@ -26,6 +27,8 @@ struct AmxDwTiles {
   int ch = 1;      ///< output rows per reduction chunk (divides Ho)
   int parts = 1;   ///< reduction split into this many partial sums (dw_parts; not the threads)
   int64_t tiles = 1;
+  double restage = 1;   ///< times a chunk-staged x is staged per x element (taps along d, halo rows)
+  bool x_root = false;  ///< x staged once for all chunks (see tiles_of)
 };
 
 int padded_row(const Problem& p) { return (int)(p.geo.out[2] + p.geo.out[2] % 2); }
@@ -48,6 +51,12 @@ AmxDwTiles tiles_of(const Problem& p) {
   // staging its share (a fixed count, whatever the threads: results do not depend on them).
   // Sapphire Rapids, 1 -> 2 threads with tiles spread: c2 dW 11.7 -> 7.5 ms, d 1.59 -> 1.52.
   t.parts = dw_parts(p, kDwSplitParts);
+  // Chunk-staged, x is transposed again for every kd tap along depth and for the halo rows a
+  // chunk shares with the next; staged once for all chunks, the tiles read it from further out.
+  // Once wins where chunks restage x twice or more (Sapphire Rapids, 1 thread: e1 1.7 -> 1.28
+  // ms, c2 10.6 -> 9.2, b 59 -> 55; the seed and d, staging once, lose 5-10%; g, 1.6x, even).
+  t.restage = double(g.kernel[0]) / g.stride[0] * x_rows_of(p, t.ch) / (double(t.ch) * g.stride[1]);
+  t.x_root = t.restage >= 2;
   return t;
 }
 
@@ -76,7 +85,7 @@ class DwAmx final : public AmxTileSchedule<ops::DwAlgorithm> {
       << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
       << padded_row(p) << " cols, "
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
-      << "x staged transposed, dy as position pairs";
+      << "x staged transposed " << (t.x_root ? "once" : "per chunk") << ", dy as position pairs";
     return s.str();
   }
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -106,9 +115,9 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
   // thread for its own), the output stage with the partial sums, and the per-chunk additions of
   // the tile read back.
   const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
-  const double restage = double(g.kernel[0]) / g.stride[0] * x_rows / (double(t.ch) * g.stride[1]);
   const double stagers = t.parts > 1 ? 1.0 : double(std::min<int64_t>(ctx.threads, t.tiles));
-  n.pass_bytes = stagers * (x_elems * restage + dy_elems(p)) * (input_bytes(p) + 2) +
+  const double x_staged = t.x_root ? x_elems / stagers : x_elems * t.restage;
+  n.pass_bytes = stagers * (x_staged + dy_elems(p)) * (input_bytes(p) + 2) +
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1) + n.visits * 16 * 16 * 4 * 2;
   n.lane_use = amx_lane_use(p, n, 16, t.kk);
   return evaluate(n, m);
@@ -134,7 +143,12 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   s.vectorize(ni).unroll(a.c0);
 
   // Staging per reduction chunk, in cache right before the thread's tiles consume it.
-  a.xT.compute_at(red.body, red.chunk).reorder(a.c0, a.wq).vectorize(a.c0);
+  if (t.x_root) {
+    Var db("db");
+    a.xT.compute_root().reorder(a.c0, a.wq).vectorize(a.c0).fuse(a.d, a.b, db).parallel(db);
+  } else {
+    a.xT.compute_at(red.body, red.chunk).reorder(a.c0, a.wq).vectorize(a.c0);
+  }
   a.dyV.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(a.n, 16);
 
   amx_tile(red.intm, red.body, tgi, a.n, a.c0, a.rt[0], t.kk, {red.rows});

@@ -212,6 +212,19 @@ TEST(Amx, TapsSplitPerDepthAndHeightOnlyWhereVisitsStayLong) {
   EXPECT_FALSE(split("strided_phases"));  // the scatter form
 }
 
+TEST(Amx, DwStagesXOnceWhereChunksWouldRestageIt) {
+  // Taps along depth restage a chunk's x for every kd: staged once there, per chunk elsewhere
+  // (the native cases above run both forms).
+  const sched::Context ctx{lower::host_target(), 2, ""};
+  auto once = [&](const Case& c) {
+    const std::string d = sched::dw_amx_schedule()->describe(dw_problem(c, DType::kBFloat16), ctx);
+    EXPECT_NE(d.find("x staged transposed"), std::string::npos) << d;
+    return d.find("transposed once") != std::string::npos;
+  };
+  EXPECT_TRUE(once(kDwCases[0]));   // odd_row: kd 3
+  EXPECT_FALSE(once(kDwCases[2]));  // grouped_mag4: kd 1
+}
+
 TEST(Amx, ResultIsTheSameAtAnyThreadCount) {
   if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
   const Case& c = kCases[1];
