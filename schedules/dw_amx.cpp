@@ -145,10 +145,18 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   // Staging per reduction chunk, in cache right before the thread's tiles consume it.
   if (t.x_root) {
     Var db("db");
-    a.xT.compute_root().reorder(a.c0, a.wq).vectorize(a.c0).fuse(a.d, a.b, db).parallel(db);
+    a.xT.compute_root().fuse(a.d, a.b, db).parallel(db);
   } else {
-    a.xT.compute_at(red.body, red.chunk).reorder(a.c0, a.wq).vectorize(a.c0);
+    a.xT.compute_at(red.body, red.chunk);
   }
+  // The transpose: words of four lanes scattered along positions, then split into rows of the
+  // widest vector whose round-up pads a row least.
+  const int64_t row = ceil_div(padded_w(p), p.geo.stride[2]);
+  int lanes = 32;
+  for (int v : {16, 8})
+    if (ceil_div(row, v) * v < ceil_div(row, lanes) * lanes) lanes = v;
+  a.xT.vectorize(a.wq, lanes, TailStrategy::RoundUp).unroll(a.c0);
+  a.xq.compute_at(a.xT, a.h).reorder(a.q, a.wq).vectorize(a.q).unroll(a.wq, 4, TailStrategy::RoundUp);
   a.dyV.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(a.n, 16);
 
   amx_tile(red.intm, red.body, tgi, a.n, a.c0, a.rt[0], t.kk, {red.rows});

@@ -28,12 +28,12 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
 
   // x in the padded frame: coordinates shifted by the front/top/left pads, 0 outside the volume
   // (as stored: the value and whether it is inside).
-  auto x_padded = [&](Expr w, Expr h) {
+  auto x_padded = [&](Expr w, Expr h, Expr lane = Expr()) {
     Expr wi = w - pl, hi = h - pt, di = d - pf;
     Expr inside = wi >= 0 && wi < W && hi >= 0 && hi < H && di >= 0 && di < D;
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
-    return std::make_pair(inside,
-                          a.x(c0, clamp_inside(wi, W), clamp_inside(hi, H), c1, clamp_inside(di, D), b));
+    return std::make_pair(inside, a.x(lane.defined() ? lane : Expr(c0), clamp_inside(wi, W),
+                                      clamp_inside(hi, H), c1, clamp_inside(di, D), b));
   };
   {
     const auto [inside, v] = x_padded(w, h);
@@ -126,8 +126,18 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     const int half = a.we / 2;
     Var wq = a.wq, ph = a.ph, row = a.row;
     {
-      const auto [inside, v] = x_padded(wq * sw + ph, h);
-      a.xT(wq, c0, h, c1g, d, b, g, ph) = as_bf16(select(inside, v, cast<uint16_t>(0)));
+      // Four lanes' bits as one 64-bit word per position: transposing words (a quarter of the
+      // scattered stores) and then splitting them runs ~2x faster than moving 16-bit lanes.
+      std::vector<Expr> lanes;
+      Expr inside;
+      for (int i = 0; i < 4; ++i) {
+        const auto [in, v] = x_padded(wq * sw + ph, h, 4 * a.q + i);
+        inside = in;
+        lanes.push_back(v);
+      }
+      a.xq(wq, a.q, h, c1g, d, b, g, ph) = select(inside, concat_bits(lanes), cast<uint64_t>(0));
+      a.xT(wq, c0, h, c1g, d, b, g, ph) =
+          as_bf16(extract_bits(UInt(16), a.xq(wq, c0 / 4, h, c1g, d, b, g, ph), (c0 % 4) * 16));
     }
     {
       // row = (((b*Do + do)*Ho + ho)*real_g + g)*We/2 + wo/2: a chunk's rows are one run.

@@ -68,6 +68,8 @@ struct DwAlgorithm {
    * calls use_tiles(): out then reads acct. */
   int we = 2;                 ///< We: output positions per row, rounded up to even
   Halide::Func xT{"xT"};      ///< (wq, c0, h, c1g, d, b, g, ph) bf16 x at padded-frame w = wq*sw + ph
+  Halide::Func xq{"xq"};      ///< (wq, q, h, c1g, d, b, g, ph) lanes 4q..4q+3 of xT as one u64
+  Halide::Var q{"q"};
   Halide::Func dyV{"dyV"};    ///< (e, n, row) bf16 dy of channel n at wo = 2*(row % (We/2)) + e
   Halide::Func acct{"acct"};  ///< (n, c0, kw, kh, c1g, kd, g) sum over rt
   Halide::Func outt;          ///< out reading acct (named "out" too)
