@@ -138,7 +138,8 @@ std::string aot_header(const Problem& p, const AotBuildInfo& info) {
     << "else the Halide runtime's error code\n"
     << " * (its message goes through halide_error, by default to stderr). */\n"
     << "int " << n << "(" << params(ops, false) << ");\n\n"
-    << "/* Halide-buffer entry (any strides; see HalideRuntime.h). The output buffer is "
+    << "/* Halide-buffer entry (see HalideRuntime.h): inputs dense (C-contiguous), the output\n"
+    << " * any strides, else the Halide runtime's error code. The output buffer is "
     << kernel_output_extents(p).size() << "-D,\n * extents outermost first (" << list(kernel_output_extents(p))
     << "): the same memory as the dense output. */\n"
     << "struct halide_buffer_t;\n"

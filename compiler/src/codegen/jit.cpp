@@ -9,6 +9,7 @@
 #include "codegen/jit.h"
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -84,13 +85,32 @@ void check_input_count(size_t want, size_t got) {
              "expected " + std::to_string(want) + " inputs, got " + std::to_string(got));
 }
 
-/** A halide_buffer_t over caller memory; dims innermost first. */
+/** Copies the strided tensor `t` into `dense` (C order); strides in elements. */
+void copy_dense(const TensorArg& t, const std::vector<int64_t>& strides, std::vector<uint8_t>& dense) {
+  const size_t esize = dtype_size(t.dtype);
+  const int rank = (int)t.shape.size();
+  int64_t count = 1;
+  for (int64_t e : t.shape) count *= e;
+  dense.resize(size_t(count) * esize);
+  const auto* src = static_cast<const uint8_t*>(t.data);
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; ++d) off += idx[d] * strides[d];
+    std::memcpy(dense.data() + size_t(i) * esize, src + off * int64_t(esize), esize);
+    for (int d = rank - 1; d >= 0 && ++idx[d] == t.shape[d]; --d) idx[d] = 0;
+  }
+}
+
+/** A halide_buffer_t over caller memory; dims innermost first. An input that is not
+ * C-contiguous is copied first (the kernels read dense inputs: ops input_param). */
 struct BufferView {
   halide_buffer_t buf{};
   std::vector<halide_dimension_t> dims;
+  std::vector<uint8_t> dense;  ///< the dense copy of a strided input, else empty
 
   BufferView(const TensorArg& t, const char* name, const std::vector<int64_t>& want_shape,
-             DType want_dtype) {
+             DType want_dtype, bool input) {
     user_check(t.data != nullptr, code::kValue, name, "data pointer is null");
     user_check(t.shape == want_shape, code::kValue, name,
                "shape " + shape_str(t.shape) + " does not match the kernel's " + shape_str(want_shape));
@@ -103,6 +123,22 @@ struct BufferView {
       for (int i = (int)t.shape.size() - 2; i >= 0; --i) strides[i] = strides[i + 1] * t.shape[i + 1];
     }
     user_check(strides.size() == t.shape.size(), code::kRank, name, "strides and shape differ in rank");
+    const void* host = t.data;
+    if (input) {
+      std::vector<int64_t> want(t.shape.size(), 1);
+      for (int i = (int)t.shape.size() - 2; i >= 0; --i) want[i] = want[i + 1] * t.shape[i + 1];
+      if (strides != want) {
+        for (int64_t st : strides)
+          user_check(st >= 0, code::kRange, name, "stride " + std::to_string(st) + " is negative");
+        log::warn_once(std::string("strided-input-") + name,
+                       std::string("input ") + name +
+                           " is not C-contiguous: the kernel copies it to dense memory first "
+                           "(pass C-contiguous arrays to skip the copy)");
+        copy_dense(t, strides, dense);
+        strides = want;
+        host = dense.data();
+      }
+    }
     user_check(strides.back() == 1, code::kValue, name,
                "the innermost dimension must be contiguous (stride 1), got stride " +
                    std::to_string(strides.back()));
@@ -112,7 +148,7 @@ struct BufferView {
                  "stride " + std::to_string(strides[i]) + " is out of range");
       dims.push_back(halide_dimension_t(0, (int32_t)t.shape[i], (int32_t)strides[i]));
     }
-    buf.host = static_cast<uint8_t*>(const_cast<void*>(t.data));
+    buf.host = static_cast<uint8_t*>(const_cast<void*>(host));
     buf.type = buffer_type(t.dtype);
     buf.dimensions = rank;
     buf.dim = dims.data();
@@ -194,8 +230,8 @@ class JitKernel final : public Kernel {
     std::vector<BufferView> views;
     views.reserve(inputs.size() + 1);
     for (size_t i = 0; i < inputs.size(); ++i)
-      views.emplace_back(inputs[i], names[i].c_str(), shapes[i], dtypes[i]);
-    views.emplace_back(output, "out", problem_.output_shape(), problem_.res_dtype);
+      views.emplace_back(inputs[i], names[i].c_str(), shapes[i], dtypes[i], true);
+    views.emplace_back(output, "out", problem_.output_shape(), problem_.res_dtype, false);
     const ConvGeometry& g = problem_.geo;
     // dX and dW outputs as the kernel sees them; the forward's 6HD y needs no reshaping.
     if (problem_.op == OpKind::kBackpropInput)

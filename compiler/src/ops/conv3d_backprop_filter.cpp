@@ -145,8 +145,11 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
       Expr gg = t % G, t2 = t / G;
       Expr ho = t2 % Ho, t3 = t2 / Ho;
       Expr oc = gg * cout_g + n;
-      Expr v = a.dy(oc % C0, min(wo, Wo - 1), ho, min(oc / C0, Co1 - 1), t3 % Do, t3 / Do);
-      a.dyV(e, n, row) = as_bf16(select(wo < Wo, v, cast<uint16_t>(0)));
+      // An odd row pads its last pair with a zero; an even one has no clamp, so a pair row is
+      // two channel vectors interleaved (with it, Halide gathered every element).
+      Expr v = a.dy(oc % C0, Wo % 2 ? min(wo, Wo - 1) : wo, ho, min(oc / C0, Co1 - 1), t3 % Do,
+                    t3 / Do);
+      a.dyV(e, n, row) = as_bf16(Wo % 2 ? select(wo < Wo, v, cast<uint16_t>(0)) : v);
     }
     a.rt = RDom({{0, a.we}, {0, Ho}, {0, Do}, {0, N}}, "rt");
     RVar tk = a.rt[0], tho = a.rt[1], tdo = a.rt[2], tb = a.rt[3];

@@ -27,7 +27,8 @@ inline Halide::Expr clamp_inside(Halide::Expr i, int extent) {
   return Halide::clamp(Halide::likely(std::move(i)), 0, extent - 1);
 }
 
-/** A kernel input: a `dims`-D ImageParam of `t` named `name`, constrained to `shape`. */
+/** A kernel input: a `dims`-D ImageParam of `t` named `name`, constrained to `shape` and to
+ * dense strides (C-contiguous memory). */
 Halide::ImageParam input_param(DType t, int dims, const char* name, const std::vector<int64_t>& shape);
 
 /** True where a filter entry's output-channel group `out_group` and input-channel group

@@ -1,5 +1,8 @@
 /** Element types and conversions shared by the op definitions. */
 #include "ops/define.h"
+
+#include <cstdint>
+
 #include "tbex/errors.h"
 
 namespace tbex::ops {
@@ -47,6 +50,14 @@ void constrain_shape(OutputImageParam ip, const std::vector<int64_t>& shape) {
 ImageParam input_param(DType t, int dims, const char* name, const std::vector<int64_t>& shape) {
   ImageParam ip(halide_type(t), dims, name);
   constrain_shape(ip, shape);
+  // Inputs are dense (every entry point hands the kernel C-contiguous memory; the JIT copies a
+  // strided view first): with constant strides a stage reading across dims loads vectors where
+  // it gathered elements (bf16 dW on Sapphire Rapids: d 1.27 -> 1.05 ms, e1 0.99 -> 0.80).
+  int64_t stride = 1;
+  for (int i = 0; i < dims && stride <= INT32_MAX; ++i) {  // larger: rejected at the call
+    ip.dim(i).set_stride((int)stride);
+    stride *= shape[dims - 1 - i];
+  }
   return ip;
 }
 
