@@ -27,14 +27,18 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
-  // tbex.CacheWarning: warnings from C++ (log::warn_once) become `warnings` entries.
-  static pyb::handle warning_type;
-  m.def("_set_warning_type", [](pyb::object t) {
-    warning_type = t.release();
-    tbex::log::set_warning_sink([](const std::string& message) {
+  // tbex.CacheWarning / tbex.PerformanceWarning: warnings from C++ (log::warn_once) become
+  // `warnings` entries of their kind's category.
+  static pyb::handle cache_warning, performance_warning;
+  m.def("_set_warning_types", [](pyb::object cache, pyb::object performance) {
+    cache_warning = cache.release();
+    performance_warning = performance.release();
+    tbex::log::set_warning_sink([](tbex::log::WarningKind kind, const std::string& message) {
       pyb::gil_scoped_acquire gil;
+      const pyb::handle type =
+          kind == tbex::log::WarningKind::kPerformance ? performance_warning : cache_warning;
       try {
-        pyb::module_::import("warnings").attr("warn")(message, warning_type, 2);
+        pyb::module_::import("warnings").attr("warn")(message, type, 2);
       } catch (pyb::error_already_set& e) {
         // A filter turned it into an error: C++ frames cannot carry it; it is printed instead.
         e.discard_as_unraisable("tbex warning");

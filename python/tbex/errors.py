@@ -14,6 +14,12 @@ class UserError(ValueError):
         self.param = param
 
 
+class PerformanceWarning(UserWarning):
+    """A call takes a slower path than it would with other arguments (a strided input copied to
+    dense memory, ...). Given once per process and cause; the message names the argument and
+    what avoids it."""
+
+
 class CacheWarning(UserWarning):
     """The on-disk kernel cache could not be used (unwritable or full directory, no C++ compiler,
     ...): kernels are compiled in memory, and again in every process. Given once per process;

@@ -86,19 +86,19 @@ void print(const char* topic, const std::string& line) {
 void check() { enabled("help"); }
 
 namespace {
-std::atomic<void (*)(const std::string&)> warning_sink{nullptr};
+std::atomic<void (*)(WarningKind, const std::string&)> warning_sink{nullptr};
 }  // namespace
 
-void set_warning_sink(void (*sink)(const std::string&)) { warning_sink.store(sink); }
+void set_warning_sink(void (*sink)(WarningKind, const std::string&)) { warning_sink.store(sink); }
 
-void warn_once(const std::string& once_key, const std::string& message) {
+void warn_once(const std::string& once_key, const std::string& message, WarningKind kind) {
   static std::mutex mu;
   static std::set<std::string> given;
   {
     std::lock_guard<std::mutex> l(mu);
     if (!given.insert(once_key).second) return;
   }
-  if (auto sink = warning_sink.load()) sink(message);
+  if (auto sink = warning_sink.load()) sink(kind, message);
   else std::fprintf(stderr, "tbex: warning: %s\n", message.c_str());
 }
 

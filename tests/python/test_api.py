@@ -200,6 +200,7 @@ def test_non_contiguous_inputs_are_copied_dense(small_dw):
             warnings.simplefilter("always")
             out = kernel(x_arg, dy6)
         for w in seen:
+            assert issubclass(w.category, tbex.PerformanceWarning)
             assert "not C-contiguous" in str(w.message)
         O.check_dw(out, ref, SMALL, what="non-contiguous x")
 

@@ -133,7 +133,8 @@ struct BufferView {
         log::warn_once(std::string("strided-input-") + name,
                        std::string("input ") + name +
                            " is not C-contiguous: the kernel copies it to dense memory first "
-                           "(pass C-contiguous arrays to skip the copy)");
+                           "(pass C-contiguous arrays to skip the copy)",
+                       log::WarningKind::kPerformance);
         copy_dense(t, strides, dense);
         strides = want;
         host = dense.data();

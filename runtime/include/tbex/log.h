@@ -19,11 +19,16 @@ void print(const char* topic, const std::string& line);
  * call does): entry points call it once so a bad TBEX_LOG is never silent. */
 void check();
 
+/** What a warning is about: the cache could not be used, or a call takes a slower path. */
+enum class WarningKind { kCache, kPerformance };
+
 /** A warning the user must see (a slow fallback, ...): printed on stderr as "tbex: warning:
- * ...", or handed to the sink a binding installed (Python turns it into a `warnings` entry).
- * `once_key`: only the first warning with this key in the process is given. */
-void warn_once(const std::string& once_key, const std::string& message);
-void set_warning_sink(void (*sink)(const std::string& message));
+ * ...", or handed to the sink a binding installed (Python turns it into a `warnings` entry of
+ * the kind's category). `once_key`: only the first warning with this key in the process is
+ * given. */
+void warn_once(const std::string& once_key, const std::string& message,
+               WarningKind kind = WarningKind::kCache);
+void set_warning_sink(void (*sink)(WarningKind kind, const std::string& message));
 
 /** Progress lines ("tbex: compiling ...") are printed when stderr is a terminal or TBEX_LOG
  * names "progress". */
