@@ -104,6 +104,11 @@ const Case kDwCases[] = {
     {"strided", 2, 16, 32, 1, {5, 9, 13}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 0, 1, 1, 0, 1}},
     {"grouped_mag4", 1, 20, 56, 4, {4, 5, 6}, {1, 3, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 0, 1}},
     {"dilated", 1, 16, 16, 1, {5, 7, 20}, {3, 2, 3}, {1, 1, 1}, {2, 1, 2}, {2, 2, 1, 0, 2, 2}},
+    // 3 input channels (the stem's), Kw 7 strided: the tile rows are (kw, lane) pairs, 21 real
+    // over two tiles of 16 (ops acctk).
+    {"few_lanes", 2, 3, 32, 1, {4, 9, 21}, {2, 3, 7}, {1, 2, 2}, {1, 1, 1}, {1, 0, 1, 1, 3, 3}},
+    // 5 channels, Kw 3 dilated: 15 tap rows in one tile.
+    {"few_lanes_dilated", 1, 5, 16, 1, {3, 6, 17}, {1, 2, 3}, {1, 1, 1}, {1, 1, 2}, {0, 0, 0, 1, 2, 2}},
 };
 
 class AmxDwTest : public ::testing::TestWithParam<int> {};
@@ -113,6 +118,17 @@ TEST_P(AmxDwTest, PortableTileFormMatchesReference) {
   const Problem p = dw_problem(c, DType::kBFloat16);
   ops::DwAlgorithm a = ops::define_backprop_filter(p);
   a.use_tiles();
+  test::check_bf16_dw(c, p, Halide::Pipeline(a.out), {a.x, a.dy}, without_amx(lower::host_target()), 41);
+}
+
+TEST_P(AmxDwTest, PortableTapRowsMatchReference) {
+  // The (kw, lane) row form on every case with one block of input lanes (the schedule uses it
+  // for blocks of <= 8 lanes; the algorithm holds for any lane count).
+  const Case& c = kDwCases[GetParam()];
+  const Problem p = dw_problem(c, DType::kBFloat16);
+  if (p.group.cin1_g != 1) GTEST_SKIP() << "tap rows cover one block of input lanes";
+  ops::DwAlgorithm a = ops::define_backprop_filter(p);
+  a.use_tap_rows();
   test::check_bf16_dw(c, p, Halide::Pipeline(a.out), {a.x, a.dy}, without_amx(lower::host_target()), 41);
 }
 
@@ -210,6 +226,15 @@ TEST(Amx, TapsSplitPerDepthAndHeightOnlyWhereVisitsStayLong) {
   EXPECT_FALSE(split("short_row"));     // 16 channels: 1 step x Kw 3
   EXPECT_FALSE(split("pointwise"));     // one tap
   EXPECT_FALSE(split("strided_phases"));  // the scatter form
+}
+
+TEST(Amx, DwFoldsTapsIntoRowsOnlyForFewLanes) {
+  const sched::Context ctx{lower::host_target(), 2, ""};
+  for (const Case& c : kDwCases) {
+    const std::string d = sched::dw_amx_schedule()->describe(dw_problem(c, DType::kBFloat16), ctx);
+    const bool few = std::string(c.name).rfind("few_lanes", 0) == 0;
+    EXPECT_EQ(d.find("rows (kw, lane)") != std::string::npos, few) << c.name << ": " << d;
+  }
 }
 
 TEST(Amx, DwStagesXOnceWhereChunksWouldRestageIt) {

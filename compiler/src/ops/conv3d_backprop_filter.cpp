@@ -163,6 +163,23 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     a.outt(c0, n, kw, kh, c1g, kd, g) = select(valid, a.acct(n, ac0, kw, kh, c1g, kd, g), 0.0f);
     constrain_shape(a.outt.output_buffer(),
                     {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+
+    // Tap rows (see DwAlgorithm): row kr of xTk is xT's lane kr % cin shifted by tap kr / cin.
+    a.tap_rows = Kw * cin_valid;
+    {
+      Var kr = a.kr;
+      Expr tw = min(kr / cin_valid, Kw - 1), lane = select(kr < a.tap_rows, kr % cin_valid, cin_valid - 1);
+      a.xTk(wq, kr, h, c1g, d, b, g) = a.xT(wq + (tw * dw) / sw, lane, h, c1g, d, b, g, (tw * dw) % sw);
+      a.acctk(n, kr, kh, c1g, kd, g) = 0.0f;
+      a.acctk(n, kr, kh, c1g, kd, g) +=
+          cast<float>(a.xTk(tk, kr, tho * sh + kh * dh, c1g, tdo * sd + kd * dd, tb, g)) *
+          cast<float>(a.dyV(tk % 2, n, trow));
+      a.outk = Func("out");
+      a.outk(c0, n, kw, kh, c1g, kd, g) =
+          select(valid, a.acctk(n, kw * cin_valid + min(c0, cin_valid - 1), kh, c1g, kd, g), 0.0f);
+      constrain_shape(a.outk.output_buffer(),
+                      {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+    }
   }
   return a;
 }

@@ -76,6 +76,20 @@ struct DwAlgorithm {
   Halide::RDom rt;            ///< (k, ho, do, b), k < We
   Halide::Var wq{"wq"}, ph{"ph"}, row{"row"};
   void use_tiles() { out = outt; }
+
+  /** Tap rows, defined with the tile form: the same sums with the taps along w folded into the
+   * tile's rows, acctk(n, kr, kh, c1g, kd, g) with kr = kw*cin + c0 (cin: the valid lanes of a
+   * block, min(16, mag*cin_pg)). Where a block holds few input channels (the stem's 3 of 16
+   * lanes), a tile's 16 rows then carry 16 (kw, channel) pairs instead of 16 lanes mostly
+   * padding. xTk copies xT's rows per (kw, channel): rows past Kw*cin repeat the last tap's
+   * (computed and dropped). A schedule that uses it calls use_tap_rows(): out then reads acctk. */
+  int tap_rows = 1;            ///< Kw * cin: the rows that hold a real (kw, channel)
+  Halide::Func xTk{"xTk"};     ///< (k, kr, h, c1g, d, b, g) bf16 x of lane kr % cin at position
+                               ///< k*sw + (kr / cin)*dw of the padded frame
+  Halide::Func acctk{"acctk"}; ///< (n, kr, kh, c1g, kd, g) sum over rt
+  Halide::Func outk;           ///< out reading acctk (named "out" too)
+  Halide::Var kr{"kr"};
+  void use_tap_rows() { out = outk; }
 };
 
 struct DxAlgorithm {
