@@ -161,23 +161,20 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   red.body.compute_root().bound(rows, 0, row_extent).vectorize(a.n, 16);
   Var no("no"), ni("ni"), ro("ro"), ri("ri");
   Stage s = red.body.update();
-  Var tgi;
+  // A tile: 16 output channels ni x 16 rows; the tiles: output blocks x (kw, or blocks of tap
+  // rows) x the other taps.
+  VarOrRVar row_in = rows, tap = a.kw;
   if (t.tap_rows) {
-    s.split(a.n, no, ni, 16)
-        .split(a.kr, ro, ri, 16)
-        .reorder(ni, ri, no, ro, a.kh, a.c1g, a.kd, a.g, red.chunk, red.mid, red.outer);
-    tgi = spread_tiles(s, {no, ro, a.kh, a.c1g, a.kd, a.g}, t.tiles, ctx.threads, red, t.parts,
-                       {ni, ri}, {});
-    s.vectorize(ni).unroll(ri);
-    // A tile's rows: copies of xT's rows, per chunk beside the tiles that read them.
-    a.xTk.compute_at(red.body, red.chunk).vectorize(a.wq, 16, TailStrategy::RoundUp);
-  } else {
-    s.split(a.n, no, ni, 16)
-        .reorder(ni, a.c0, no, a.kw, a.kh, a.c1g, a.kd, a.g, red.chunk, red.mid, red.outer);
-    tgi = spread_tiles(s, {no, a.kw, a.kh, a.c1g, a.kd, a.g}, t.tiles, ctx.threads, red, t.parts,
-                       {ni, a.c0}, {});
-    s.vectorize(ni).unroll(a.c0);
+    s.split(a.kr, ro, ri, 16);
+    row_in = ri, tap = ro;
   }
+  s.split(a.n, no, ni, 16)
+      .reorder(ni, row_in, no, tap, a.kh, a.c1g, a.kd, a.g, red.chunk, red.mid, red.outer);
+  const Var tgi = spread_tiles(s, {no, tap, a.kh, a.c1g, a.kd, a.g}, t.tiles, ctx.threads, red,
+                               t.parts, {ni, row_in}, {});
+  s.vectorize(ni).unroll(row_in);
+  // Tap rows: copies of xT's rows, per chunk beside the tiles that read them.
+  if (t.tap_rows) a.xTk.compute_at(red.body, red.chunk).vectorize(a.wq, 16, TailStrategy::RoundUp);
 
   // Staging per reduction chunk, in cache right before the thread's tiles consume it.
   if (t.x_root) {
