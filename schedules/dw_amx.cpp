@@ -18,6 +18,7 @@
 #include "schedules/amx_tile.h"
 #include "schedules/loops.h"
 #include "schedules/tiling.h"
+#include "tbex/errors.h"
 
 namespace tbex::sched {
 namespace {
@@ -32,12 +33,8 @@ struct AmxDwTiles {
   double restage = 1;   ///< times a chunk-staged x is staged per x element (taps along d, halo rows)
   bool x_root = false;  ///< x staged once for all chunks (see tiles_of)
   int tap_rows = 0;     ///< > 0: the tile's rows are (kw, lane) pairs, this many real (ops acctk)
+  int row_extent = 16;  ///< rows of the tiles along the row dim: 16 lanes, or whole tiles of tap rows
 };
-
-/** The valid input lanes of a block: min(16, mag_factor x cin per group). */
-int lanes_of(const Problem& p) {
-  return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
-}
 
 int padded_row(const Problem& p) { return (int)(p.geo.out[2] + p.geo.out[2] % 2); }
 
@@ -56,10 +53,11 @@ AmxDwTiles tiles_of(const Problem& p) {
             p.group.real_g;
   // One block of at most 8 valid lanes (the stem's 3): a tile of lane rows would be mostly
   // padding, so its rows carry (kw, lane) pairs instead (16 of them, not 16 lanes per kw).
-  const int lanes = lanes_of(p);
+  const int lanes = cin_valid(p);
   if (p.group.cin1_g == 1 && p.group.real_g == 1 && lanes <= 8 && g.kernel[2] > 1) {
     t.tap_rows = (int)g.kernel[2] * lanes;
-    t.tiles = (p.group.cout_g / 16) * ceil_div(t.tap_rows, 16) * g.kernel[1] * g.kernel[0];
+    t.row_extent = (int)ceil_div(t.tap_rows, 16) * 16;
+    t.tiles = (p.group.cout_g / 16) * (t.row_extent / 16) * g.kernel[1] * g.kernel[0];
   }
   // Staging (x transposed, dy as pairs) is a large share beside the tile multiplies, and split
   // over output tiles every thread stages every chunk: the reduction is split instead, each part
@@ -137,7 +135,7 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1) + n.visits * 16 * 16 * 4 * 2;
   if (t.tap_rows) {  // xTk: xT's rows copied per (kw, lane) for every chunk (bf16, read + write)
     const double chunks = double(g.n) * g.out[0] * (g.out[1] / t.ch);
-    n.pass_bytes += chunks * ceil_div(t.tap_rows, 16) * 16.0 * we * x_rows * g.kernel[0] * 4;
+    n.pass_bytes += chunks * double(t.row_extent) * we * x_rows * g.kernel[0] * 4;
   }
   n.lane_use = amx_lane_use(p, n, 16, t.kk);
   return evaluate(n, m);
@@ -148,9 +146,13 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   // The tile's rows: 16 lanes c0 of one (kw, ...), or 16 (kw, lane) pairs kr of the tap rows.
   Func acc = t.tap_rows ? a.acctk : a.acct;
   const Var rows = t.tap_rows ? a.kr : a.c0;
-  const int row_extent = t.tap_rows ? (int)ceil_div(t.tap_rows, 16) * 16 : 16;
-  if (t.tap_rows) a.use_tap_rows();
-  else a.use_tiles();
+  const int row_extent = t.row_extent;
+  if (t.tap_rows) {
+    internal_check(a.tap_rows == t.tap_rows, "dw_amx: the algorithm's tap rows differ from the plan's");
+    a.use_tap_rows();
+  } else {
+    a.use_tiles();
+  }
   DwReduction red = split_dw_reduction(acc, a.rt, p, t.parts, t.ch);
   // Whole tiles even where the output reads fewer valid rows (a block of < 16 input channels).
   if (t.parts > 1) {

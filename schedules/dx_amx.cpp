@@ -141,9 +141,8 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
   a.use_tiles();
   // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair, dy as rows of a
   // position's channels (both bf16).
-  Func wrows = a.wzk;
-  Var row = wrows.args()[2], ro("ro"), ri("ri");
-  wrows.compute_root()
+  Var row = a.wzk.args()[2], ro("ro"), ri("ri");
+  a.wzk.compute_root()
       .split(row, ro, ri, 64, TailStrategy::GuardWithIf)
       .vectorize(a.c0)
       .vectorize(a.e)

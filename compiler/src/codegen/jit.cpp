@@ -85,20 +85,26 @@ void check_input_count(size_t want, size_t got) {
              "expected " + std::to_string(want) + " inputs, got " + std::to_string(got));
 }
 
-/** Copies the strided tensor `t` into `dense` (C order); strides in elements. */
+/** Copies the strided tensor `t` into `dense` (C order); strides in elements. A contiguous
+ * innermost dim is copied a row at a time. */
 void copy_dense(const TensorArg& t, const std::vector<int64_t>& strides, std::vector<uint8_t>& dense) {
-  const size_t esize = dtype_size(t.dtype);
+  const int64_t esize = (int64_t)dtype_size(t.dtype);
   const int rank = (int)t.shape.size();
   int64_t count = 1;
   for (int64_t e : t.shape) count *= e;
-  dense.resize(size_t(count) * esize);
+  dense.resize(size_t(count * esize));
+  if (count == 0) return;
+  // One run: the innermost row where it is contiguous, else one element.
+  const bool rows = strides.back() == 1;
+  const int64_t run = rows ? t.shape.back() : 1;
+  const int outer = rows ? rank - 1 : rank;  // dims walked element by element
   const auto* src = static_cast<const uint8_t*>(t.data);
-  std::vector<int64_t> idx(rank, 0);
-  for (int64_t i = 0; i < count; ++i) {
+  std::vector<int64_t> idx(outer, 0);
+  for (int64_t i = 0; i < count / run; ++i) {
     int64_t off = 0;
-    for (int d = 0; d < rank; ++d) off += idx[d] * strides[d];
-    std::memcpy(dense.data() + size_t(i) * esize, src + off * int64_t(esize), esize);
-    for (int d = rank - 1; d >= 0 && ++idx[d] == t.shape[d]; --d) idx[d] = 0;
+    for (int d = 0; d < outer; ++d) off += idx[d] * strides[d];
+    std::memcpy(dense.data() + i * run * esize, src + off * esize, size_t(run * esize));
+    for (int d = outer - 1; d >= 0 && ++idx[d] == t.shape[d]; --d) idx[d] = 0;
   }
 }
 
@@ -117,17 +123,14 @@ struct BufferView {
     user_check(t.dtype == want_dtype, code::kValue, name,
                std::string("dtype ") + dtype_name(t.dtype) + " does not match the kernel's " +
                    dtype_name(want_dtype));
-    std::vector<int64_t> strides = t.strides;
-    if (strides.empty()) {
-      strides.assign(t.shape.size(), 1);
-      for (int i = (int)t.shape.size() - 2; i >= 0; --i) strides[i] = strides[i + 1] * t.shape[i + 1];
-    }
+    std::vector<int64_t> dense_strides(t.shape.size(), 1);
+    for (int i = (int)t.shape.size() - 2; i >= 0; --i)
+      dense_strides[i] = dense_strides[i + 1] * t.shape[i + 1];
+    std::vector<int64_t> strides = t.strides.empty() ? dense_strides : t.strides;
     user_check(strides.size() == t.shape.size(), code::kRank, name, "strides and shape differ in rank");
     const void* host = t.data;
     if (input) {
-      std::vector<int64_t> want(t.shape.size(), 1);
-      for (int i = (int)t.shape.size() - 2; i >= 0; --i) want[i] = want[i + 1] * t.shape[i + 1];
-      if (strides != want) {
+      if (strides != dense_strides) {
         for (int64_t st : strides)
           user_check(st >= 0, code::kRange, name, "stride " + std::to_string(st) + " is negative");
         log::warn_once(std::string("strided-input-") + name,
@@ -136,7 +139,7 @@ struct BufferView {
                            "(pass C-contiguous arrays to skip the copy)",
                        log::WarningKind::kPerformance);
         copy_dense(t, strides, dense);
-        strides = want;
+        strides = dense_strides;
         host = dense.data();
       }
     }
