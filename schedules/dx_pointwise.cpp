@@ -9,7 +9,8 @@
  * The register tile is QT positions along w x HT rows x CT input blocks: per step CT weight
  * vectors and QT*HT dy broadcasts feed QT*HT*CT FMAs (with CT = 1 the broadcasts ride in the
  * FMAs). A thread's unit is CT blocks of one (d, n) slab: the blocks' weights (Cout x CT x 64
- * bytes) stay in L1 while the tiles sweep the slab, whose dy panel streams from L2. */
+ * bytes) stay in L1 while the tiles sweep the slab, whose dy panel streams from L2. 16-bit dy
+ * with slabs enough for the threads: the unit is a whole slab, its dy converted once. */
 #include <sstream>
 
 #include "schedules/loops.h"
@@ -71,6 +72,14 @@ PwTiles choose_tiles(const Problem& p, const Context& ctx, const std::string& va
   return t;
 }
 
+/** 16-bit dy whose slab is a thread's whole unit, converted once: the tile spans every input
+ * block, or there are slabs enough to keep every thread busy (4 each). */
+bool per_slab(const Problem& p, const Context& ctx, const PwTiles& t) {
+  const ConvGeometry& g = p.geo;
+  return p.in_dtype != DType::kFloat32 &&
+         (g.cin1() == t.ct || g.n * g.in[0] >= 4 * int64_t(ctx.threads));
+}
+
 std::string key_of(const PwTiles& t) {
   return space().key({{"qt", t.qt}, {"ht", t.ht}, {"ct", t.ct}});
 }
@@ -91,7 +100,9 @@ class DxPointwise final : public DxSchedule {
     std::ostringstream s;
     s << "[" << key_of(t) << "] register tile 16c0 x " << t.ct << "c1 x " << t.qt << "w x "
       << t.ht << "h, reduction in 16-channel blocks, "
-      << (p.in_dtype == DType::kFloat32 ? "dy read in place, " : "dy converted per slab, ")
+      << (p.in_dtype == DType::kFloat32 ? "dy read in place, "
+          : per_slab(p, ctx, t)          ? "dy converted once per slab, threads over slabs, "
+                                         : "dy converted per slab and input block, ")
       << ctx.threads << " threads";
     return s.str();
   }
@@ -129,12 +140,13 @@ class DxPointwise final : public DxSchedule {
     n.visit_bytes = double(pos) * p.group.cout_g * 4;
     n.visit_footprint = (int64_t)n.visit_bytes + t.ct * 64 * p.group.cout_g;
     n.chunk_footprint = g.in[1] * g.in[2] * g.cout1() * 64 + t.ct * 64 * p.group.cout_g;
-    n.units = units;
+    n.units = per_slab(p, ctx, t) ? slabs : units;
     // Passes: the weights staged in fp32, dy converted once per unit when 16-bit (dx is stored
     // from the tiles, as in dx_tiled).
     n.pass_bytes = dw_out_elems(p) * (input_bytes(p) + 4) +
                    (p.in_dtype != DType::kFloat32
-                        ? dy_elems(p) * (input_bytes(p) + 4) * double(g.cin1() / t.ct)
+                        ? dy_elems(p) * (input_bytes(p) + 4) *
+                              (per_slab(p, ctx, t) ? 1.0 : double(g.cin1() / t.ct))
                         : 0);
     n.lane_use = lane_use_of(g.flops(), n);
     return evaluate(n, Machine::of(ctx.target));
@@ -154,10 +166,16 @@ class DxPointwise final : public DxSchedule {
         .unroll(wi)
         .unroll(hi)
         .unroll(c1i)
-        .fuse(c1o, a.d, t1)
-        .fuse(t1, a.b, par)
-        .parallel(par);
-    if (p.in_dtype != DType::kFloat32) a.dys.compute_at(a.out, par).vectorize(a.n, 16);
+        .fuse(a.d, a.b, t1);
+    if (per_slab(p, ctx, t)) {
+      // 16-bit dy: a thread takes whole slabs so each slab's dy is converted once (not once
+      // per input block).
+      a.out.parallel(t1);
+      a.dys.compute_at(a.out, t1).vectorize(a.n, 16);
+    } else {
+      a.out.fuse(c1o, t1, par).parallel(par);
+      if (p.in_dtype != DType::kFloat32) a.dys.compute_at(a.out, par).vectorize(a.n, 16);
+    }
     // The tile: positions (qw, qh in the unit-stride frame) and blocks unrolled; the reduction
     // over output channels in dy's blocks of 16 (taps: extent 1).
     RVar rno("rno"), rni("rni");

@@ -77,6 +77,8 @@ const Case kCases[] = {
     {"pointwise", 2, 40, 24, 1, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
     {"pointwise_grouped", 1, 32, 48, 2, {2, 4, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
     {"pointwise_split", 1, 16, 2, 1, {5, 3, 4}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+    // 8 slabs (n, d) for 2 threads: 16-bit dX converts each slab's dy once, threads over slabs.
+    {"pointwise_slabs", 2, 40, 24, 1, {4, 3, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
     // Every extent a multiple of its stride: dX's scatter form (the ragged ones gather).
     {"strided_exact", 2, 32, 32, 1, {6, 8, 12}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 0, 1, 1, 0, 2}},
 };
@@ -510,6 +512,18 @@ TEST(KernelExtras, DxPointwise) {
     EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * 4)) << name;
   }
   check_bias_float16(case_named("pointwise"), "dx_pointwise");
+  // 16-bit dy: whole slabs per thread where there are 4 per thread (pointwise_slabs: 8) or a
+  // tile spans every block, so each slab's dy is converted once; else (pointwise: 6 slabs, one
+  // block per tile) units of input blocks.
+  for (const char* name : {"pointwise_slabs", "pointwise"}) {
+    Problem p = dx_problem(case_named(name));
+    p.in_dtype = DType::kFloat16;
+    const std::string text = sched::dx_pointwise_schedule()->describe(
+        p, sched::Context{lower::host_target(), 2, "ct=1"});
+    EXPECT_EQ(text.find("converted once per slab") != std::string::npos,
+              std::string(name) == "pointwise_slabs")
+        << text;
+  }
   EXPECT_EQ(why_not(case_named("plain"), "dx_pointwise", true), "kernel is not 1x1x1");
   const Case strided{"s", 1, 16, 16, 1, {4, 4, 4}, {1, 1, 1}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
   const Case padded{"p", 1, 16, 16, 1, {4, 4, 4}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 1, 0}};
