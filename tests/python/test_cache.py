@@ -2,7 +2,8 @@
 concurrent processes leave one valid entry, corrupt entries are rebuilt, TBEX_CACHE=0 writes
 nothing, TBEX_ALWAYS_COMPILE=1 recompiles, no C++ compiler falls back to the in-memory JIT, an
 entry a running process holds survives `python -m tbex cache prune`, `python -m tbex.cache
-list|info|prune|clear`, and the SHA-256 the cache uses agrees with hashlib.
+list|info|prune|clear`, a fresh cache links the package's prebuilt Halide runtime, and the
+SHA-256 the cache uses agrees with hashlib.
 
 Each test runs child processes on its own empty TBEX_CACHE_DIR; outcomes are read from the
 child's cache counters (tbex.cache.stats()) and its TBEX_LOG=cache lines, never from timings."""
@@ -89,6 +90,18 @@ def test_second_process_loads_from_disk(tmp_path, reference):
     assert len(files(tmp_path, "*.so")) == 1 and len(files(tmp_path, "*.json")) == 1
 
 
+def test_fresh_cache_links_the_packaged_runtime(tmp_path, reference):
+    """The package ships the Halide runtime every cached kernel links (compiled with tbex, one
+    object for every CPU of the architecture): a fresh cache directory links it instead of
+    compiling its own, and the kernel computes the same bits."""
+    (shipped,) = glob.glob(os.path.join(os.path.dirname(tbex.__file__), "runtime", "halide-*.o"))
+    r, err = run_child(tmp_path)
+    assert "Halide runtime: prebuilt " + os.path.realpath(shipped) in err, err
+    assert "Halide runtime for" not in err
+    assert r["sha"] == reference
+    assert not glob.glob(os.path.join(str(tmp_path), "runtime", "*.o"))
+
+
 def _entry(cache_dir):
     (side,) = files(cache_dir, "*.json")
     with open(side) as f:
@@ -105,8 +118,7 @@ def test_concurrent_processes_leave_one_valid_entry(tmp_path, reference):
     assert sum(r["stats"]["hits"] for r in results) == 3
     # One entry, no temp files left behind, and the .so matches its sidecar.
     assert [os.path.basename(f).split(".", 1)[1] for f in files(tmp_path)] == ["json", "lock", "so"]
-    runtime = sorted(os.listdir(tmp_path / "runtime"))
-    assert [n.split(".", 1)[1] for n in runtime] == ["lock", "o"]
+    assert not (tmp_path / "runtime").exists()  # the package's prebuilt runtime is linked
     so, _, side = _entry(tmp_path)
     with open(so, "rb") as f:
         data = f.read()

@@ -4,12 +4,14 @@
  * codegen/disk_cache_entry.h; hashing, files, processes and compilers in support/. */
 #include "codegen/disk_cache.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -87,9 +89,32 @@ std::unique_ptr<support::FileLock> lock_in(const std::string& dir, const std::st
   return nullptr;
 }
 
-/** <dir>/runtime/<key>.o, compiled once (under its lock) and published by rename; `fresh` forces
- * a new one (the old one failed to link). "" with `why` if it cannot be made. */
+/** The prebuilt runtime object for `runtime_id` beside the binary holding this code (see
+ * prebuilt_runtime_name), or "". */
+std::string prebuilt_runtime(const std::string& runtime_id) {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&prebuilt_runtime), &info) || !info.dli_fname) return "";
+  char* real = ::realpath(info.dli_fname, nullptr);
+  if (!real) return "";
+  std::string dir = real;
+  std::free(real);
+  dir = dir.substr(0, dir.rfind('/'));
+  const std::string name = prebuilt_runtime_name(runtime_id);
+  for (const std::string& d : {dir + "/runtime/", dir + "/../runtime/"})
+    if (exists(d + name)) return d + name;
+  return "";
+}
+
+/** The runtime object every entry links: the prebuilt one, else <dir>/runtime/<key>.o, compiled
+ * once (under its lock) and published by rename. `fresh` (the last one failed to link) skips the
+ * prebuilt object and compiles a new one. "" with `why` if it cannot be made. */
 std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
+  if (!fresh) {
+    if (std::string pre = prebuilt_runtime(emit.runtime_id); !pre.empty()) {
+      log_cache("  Halide runtime: prebuilt " + pre);
+      return pre;
+    }
+  }
   Fields f = base_fields();
   f.emplace_back("runtime", emit.runtime_id);
   const std::string dir = cache_dir() + "/runtime";

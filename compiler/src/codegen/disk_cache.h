@@ -42,6 +42,13 @@ Fields base_fields();
 
 std::string key_of(const Fields& fields);
 
+/** The file name the runtime object for `runtime_id` ships under beside tbex (runtime/ next to
+ * the binary holding this code, or one directory up: the Python package's tbex/runtime/ for
+ * _C and bin/tbexc), written at build time by tools/runtime_object.cpp. Named by the Halide and
+ * LLVM versions and the runtime target only: the runtime is Halide's code, whatever tbex build
+ * links it. The disk cache links it instead of compiling its own (~0.6 s on a fresh cache). */
+std::string prebuilt_runtime_name(const std::string& runtime_id);
+
 /** How to write an entry's objects. */
 struct Emitters {
   /** The bytes of the kernel's object file defining function `fn_name`, without the runtime.

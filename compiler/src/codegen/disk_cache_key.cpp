@@ -88,6 +88,12 @@ Fields base_fields() {
   return base;
 }
 
+std::string prebuilt_runtime_name(const std::string& runtime_id) {
+  return "halide-" + std::to_string(HALIDE_VERSION_MAJOR) + "." +
+         std::to_string(HALIDE_VERSION_MINOR) + "." + std::to_string(HALIDE_VERSION_PATCH) +
+         "-llvm" + std::to_string(Halide::Internal::get_llvm_version()) + "-" + runtime_id + ".o";
+}
+
 std::string key_of(const Fields& fields) {
   std::string text;
   for (const auto& f : fields) text += f.first + "=" + f.second + "\n";

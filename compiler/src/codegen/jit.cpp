@@ -18,6 +18,7 @@
 #include "codegen/disk_cache.h"
 #include "codegen/objects.h"
 #include "lower/pipeline.h"
+#include "support/files.h"
 #include "support/lru_cache.h"
 #include "tbex/errors.h"
 #include "tbex/knobs.h"
@@ -64,6 +65,9 @@ int so_do_par_for(void* ctx, int (*f)(void*, int, uint8_t*), int min, int extent
 
 /** The target of cached .so kernels: the JIT's, plus a per-call user context. */
 Halide::Target so_target() { return lower::host_target().with_feature(Halide::Target::UserContext); }
+
+/** The runtime those kernels link (codegen::runtime_target: the same for every CPU). */
+std::string so_runtime_id() { return codegen::runtime_target(so_target()).to_string(); }
 
 halide_type_t buffer_type(DType t) {
   switch (t) {
@@ -306,8 +310,8 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const lower::
         lowered.args, fn,
         lowered.target.with_feature(Halide::Target::UserContext).with_feature(Halide::Target::NoRuntime)));
   };
-  emit.runtime = [] { return codegen::runtime_object_bytes(so_target()); };
-  emit.runtime_id = so_target().to_string();
+  emit.runtime = [] { return codegen::runtime_object_bytes(codegen::runtime_target(so_target())); };
+  emit.runtime_id = so_runtime_id();
   auto lib = disk::load_or_build(key_fields(problem, lowered, threads), what, emit);
   if (lib) return std::make_shared<JitKernel>(problem, lowered, requested, threads, std::move(lib));
   return std::make_shared<JitKernel>(problem, lowered, requested, threads);
@@ -365,6 +369,15 @@ std::shared_ptr<const Kernel> jit_compile(const Problem& problem, const CompileO
                             " least recently used kernel(s) (capacity " +
                             std::to_string(kernel_cache().stats().capacity) + ")");
   return k;
+}
+
+std::string write_prebuilt_runtime(const std::string& dir) {
+  const std::string path = dir + "/" + disk::prebuilt_runtime_name(so_runtime_id());
+  std::string why = support::make_dirs(dir);
+  if (why.empty())
+    why = support::write_atomic(path, runtime_object_bytes(runtime_target(so_target())));
+  user_check(why.empty(), code::kValue, "dir", "cannot write " + path + ": " + why);
+  return path;
 }
 
 }  // namespace codegen

@@ -23,6 +23,21 @@ std::string runtime_object_bytes(const Halide::Target& t) {
   return object_bytes(anchor.compile_to_module({}, "tbex_runtime_anchor", t.without_feature(Halide::Target::NoRuntime)));
 }
 
+Halide::Target runtime_target(const Halide::Target& t) {
+  using T = Halide::Target;
+  Halide::Target base = t;
+  for (T::Feature f : {T::SSE41, T::AVX, T::AVX2, T::AVXVNNI, T::FMA, T::FMA4, T::F16C, T::AVX512,
+                       T::AVX512_KNL, T::AVX512_Skylake, T::AVX512_Cannonlake,
+                       T::AVX512_SapphireRapids, T::AVX512_Zen4, T::AVX512_Zen5, T::AVX10_1,
+                       T::X86APX, T::ARMDotProd, T::ARMFp16, T::SVE, T::SVE2})
+    base = base.without_feature(f);
+  base.processor_tune = T::ProcessorGeneric;
+  Halide::Target common;
+  if (!base.get_runtime_compatible_target(t, common))
+    throw InternalError("no runtime target common to " + t.to_string() + " and " + base.to_string());
+  return common;
+}
+
 void write_object(const std::string& path, const std::string& bytes) {
   if (std::string why = support::write_file(path, bytes); !why.empty())
     throw UserError(code::kValue, path, why);

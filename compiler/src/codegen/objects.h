@@ -16,6 +16,12 @@ std::string object_bytes(const Halide::Module& m);
  * compiled in memory. */
 std::string runtime_object_bytes(const Halide::Target& t);
 
+/** The runtime target kernels of `t` link: `t` without its instruction-set features (Halide's
+ * runtime-compatible target of t and the baseline of its architecture). The runtime's
+ * allocation, threads and errors use none of them, so one object serves every CPU of the
+ * architecture, and it can be built before the machine that runs it is known. */
+Halide::Target runtime_target(const Halide::Target& t);
+
 /** Writes `bytes` to `path`; UserError naming the file when it cannot (a full disk, a
  * read-only directory). */
 void write_object(const std::string& path, const std::string& bytes);
