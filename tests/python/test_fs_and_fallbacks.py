@@ -52,10 +52,11 @@ def run_script(n, env_extra, timeout=600):
 
 @pytest.fixture
 def small_fs(tmp_path):
-    """A 300 KiB tmpfs (root in a sandbox that allows mounts), else a skip with the reason."""
+    """A 64 KiB tmpfs, smaller than one cached kernel (root in a sandbox that allows mounts),
+    else a skip with the reason."""
     d = tmp_path / "small"
     d.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(d)],
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here ({r.stderr.strip() or 'not root'})")
