@@ -13,6 +13,7 @@
 #include <iterator>
 
 #include "codegen/disk_cache.h"
+#include "codegen/objects.h"
 #include "tbex/cache.h"
 #include "test_util.h"
 
@@ -203,6 +204,24 @@ TEST(CacheKey, EveryFieldChangesTheKey) {
     f[i].second += "x";
     EXPECT_NE(disk::key_of(f), k) << base[i].first;
   }
+}
+
+// The runtime cached kernels link is the target's without its instruction sets: one object (and
+// one prebuilt file name) for every x86-64 CPU, whatever features the kernels use.
+TEST(CacheRuntime, TargetDropsInstructionSets) {
+  const Halide::Target spr("x86-64-linux-avx512_sapphirerapids-user_context-large_buffers");
+  const Halide::Target avx2("x86-64-linux-avx2-fma-f16c-user_context");
+  const Halide::Target r = codegen::runtime_target(spr);
+  for (auto f : {Halide::Target::SSE41, Halide::Target::AVX2, Halide::Target::FMA,
+                 Halide::Target::AVX512, Halide::Target::AVX512_SapphireRapids})
+    EXPECT_FALSE(r.has_feature(f)) << r.to_string();
+  EXPECT_EQ(r.os, spr.os);
+  EXPECT_EQ(r.arch, spr.arch);
+  EXPECT_EQ(r.bits, spr.bits);
+  EXPECT_EQ(r.to_string(), codegen::runtime_target(avx2).to_string());
+  const std::string name = disk::prebuilt_runtime_name(r.to_string());
+  EXPECT_EQ(name.rfind("halide-", 0), 0u) << name;
+  EXPECT_NE(name.find("-" + r.to_string() + ".o"), std::string::npos) << name;
 }
 
 }  // namespace
