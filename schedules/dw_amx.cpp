@@ -146,7 +146,6 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   // The tile's rows: 16 lanes c0 of one (kw, ...), or 16 (kw, lane) pairs kr of the tap rows.
   Func acc = t.tap_rows ? a.acctk : a.acct;
   const Var rows = t.tap_rows ? a.kr : a.c0;
-  const int row_extent = t.row_extent;
   if (t.tap_rows) {
     internal_check(a.tap_rows == t.tap_rows, "dw_amx: the algorithm's tap rows differ from the plan's");
     a.use_tap_rows();
@@ -157,10 +156,10 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   // Whole tiles even where the output reads fewer valid rows (a block of < 16 input channels).
   if (t.parts > 1) {
     Func sum = acc;  // the partial sums added
-    sum.compute_root().bound(rows, 0, row_extent).vectorize(a.n, 16);
+    sum.compute_root().bound(rows, 0, t.row_extent).vectorize(a.n, 16);
     sum.update().vectorize(a.n, 16);
   }
-  red.body.compute_root().bound(rows, 0, row_extent).vectorize(a.n, 16);
+  red.body.compute_root().bound(rows, 0, t.row_extent).vectorize(a.n, 16);
   Var no("no"), ni("ni"), ro("ro"), ri("ri");
   Stage s = red.body.update();
   // A tile: 16 output channels ni x 16 rows; the tiles: output blocks x (kw, or blocks of tap

@@ -154,40 +154,32 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
     return;
   }
 
-  if (splits_taps(p)) {
-    // The tile walks (kw, channels) of one (kd, kh); per (kd, kh), the tiles of a block of rows
-    // run back to back (the weights stay in L1) and add into the block's fp32 sums.
-    const int rows = split_rows(p);
-    Var u("u"), v("v");
-    Func intm = a.acct.update().rfactor({{a.rt[2], u}, {a.rt[3], v}});
-    Var wo("wo"), wi("wi"), ho("ho"), hi("hi"), par("par"), qo("qo"), qi("qi");
-    a.out.compute_root()
-        .split(a.w, wo, wi, qt, TailStrategy::GuardWithIf)
-        .split(a.h, ho, hi, rows, TailStrategy::GuardWithIf)
-        .reorder(a.c0, wi, wo, hi, ho, a.c1, a.d, a.b)
-        .vectorize(a.c0)
-        .fuse(a.d, a.b, par)
-        .parallel(par);
-    // Whole tiles: a row's sums are padded to a multiple of qt positions (the rest dropped).
-    a.acct.compute_at(a.out, ho).split(a.qw, qo, qi, qt, TailStrategy::RoundUp).vectorize(a.c0);
-    a.acct.update()
-        .split(a.qw, qo, qi, qt, TailStrategy::RoundUp)
-        .reorder(a.c0, qi, qo, a.qh, a.rt[2], a.rt[3])
-        .vectorize(a.c0);
-    amx_tile(intm, a.acct, qo, a.c0, a.qw, a.rt[0], kk, {a.rt[1]});
+  // Tiles of qt positions x 16 lanes along w; an input block's tiles sweep its (d, n) slab.
+  // Unsplit, a visit walks every tap (the block's weights stay in L2 while its slab streams);
+  // split, the tile walks (kw, channels) of one (kd, kh), and per (kd, kh) the tiles of a block
+  // of rows run back to back (the weights stay in L1) and add into the block's fp32 sums.
+  const bool split = splits_taps(p);
+  Var wo("wo"), wi("wi"), ho("ho"), hi("hi"), par("par"), qo("qo"), qi("qi");
+  a.out.compute_root().split(a.w, wo, wi, qt, TailStrategy::GuardWithIf);
+  if (split)
+    a.out.split(a.h, ho, hi, split_rows(p), TailStrategy::GuardWithIf)
+        .reorder(a.c0, wi, wo, hi, ho, a.c1, a.d, a.b);
+  else
+    a.out.reorder(a.c0, wi, wo, a.h, a.c1, a.d, a.b).unroll(wi);
+  a.out.vectorize(a.c0).fuse(a.d, a.b, par).parallel(par);
+  if (!split) {
+    amx_tile(a.acct, a.out, wo, a.c0, a.qw, a.rt[0], kk, {a.rt[1], a.rt[2], a.rt[3]});
     return;
   }
-  // One tile of qt positions x 16 lanes per visit; an input block's tiles sweep its rows, so
-  // the block's weights stay in L2 while its (d, n) slab streams.
-  Var wo("wo"), wi("wi"), par("par");
-  a.out.compute_root()
-      .split(a.w, wo, wi, qt, TailStrategy::GuardWithIf)
-      .reorder(a.c0, wi, wo, a.h, a.c1, a.d, a.b)
-      .vectorize(a.c0)
-      .unroll(wi)
-      .fuse(a.d, a.b, par)
-      .parallel(par);
-  amx_tile(a.acct, a.out, wo, a.c0, a.qw, a.rt[0], kk, {a.rt[1], a.rt[2], a.rt[3]});
+  Var u("u"), v("v");
+  Func intm = a.acct.update().rfactor({{a.rt[2], u}, {a.rt[3], v}});
+  // Whole tiles: a row's sums are padded to a multiple of qt positions (the rest dropped).
+  a.acct.compute_at(a.out, ho).split(a.qw, qo, qi, qt, TailStrategy::RoundUp).vectorize(a.c0);
+  a.acct.update()
+      .split(a.qw, qo, qi, qt, TailStrategy::RoundUp)
+      .reorder(a.c0, qi, qo, a.qh, a.rt[2], a.rt[3])
+      .vectorize(a.c0);
+  amx_tile(intm, a.acct, qo, a.c0, a.qw, a.rt[0], kk, {a.rt[1]});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 /** Compiled kernels in Python: numpy arrays and DLPack tensors in, computed in place, GIL released.
  *
- * Arrays are used where they are (no copies): any strides, innermost dimension contiguous. A
+ * Arrays are used where they are (no copies) when C-contiguous; an input with other strides
+ * (innermost dimension contiguous) is copied to dense memory first, with a PerformanceWarning. A
  * uint16/int16 array is accepted where the kernel expects float16 or bfloat16 bits. */
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

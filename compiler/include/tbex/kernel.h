@@ -13,7 +13,8 @@
 namespace tbex {
 
 /** A view of caller memory. strides are in elements, outermost first; empty means dense.
- * The innermost dimension must be dense (stride 1). */
+ * The innermost dimension must be dense (stride 1). An input with other strides is copied to
+ * dense memory before the kernel runs (a performance warning, once per process and input). */
 struct TensorArg {
   const void* data = nullptr;
   std::vector<int64_t> shape;

@@ -54,12 +54,6 @@ bool fits_one_kernel(const Problem& p) {
 
 namespace {
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (int i = (int)shape.size() - 2; i >= 0; --i) st[i] = st[i + 1] * shape[i + 1];
-  return st;
-}
-
 /** Batch slice [n0, n0 + n) of t (dim 0). */
 TensorArg slice(const TensorArg& t, int64_t n0, int64_t n) {
   TensorArg s = t;

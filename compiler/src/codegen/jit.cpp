@@ -66,8 +66,12 @@ int so_do_par_for(void* ctx, int (*f)(void*, int, uint8_t*), int min, int extent
 /** The target of cached .so kernels: the JIT's, plus a per-call user context. */
 Halide::Target so_target() { return lower::host_target().with_feature(Halide::Target::UserContext); }
 
-/** The runtime those kernels link (codegen::runtime_target: the same for every CPU). */
+/** The runtime those kernels link (codegen::runtime_target: the same for every CPU): its name
+ * and its object file. */
 std::string so_runtime_id() { return codegen::runtime_target(so_target()).to_string(); }
+std::string so_runtime_object() {
+  return codegen::runtime_object_bytes(codegen::runtime_target(so_target()));
+}
 
 halide_type_t buffer_type(DType t) {
   switch (t) {
@@ -127,25 +131,21 @@ struct BufferView {
     user_check(t.dtype == want_dtype, code::kValue, name,
                std::string("dtype ") + dtype_name(t.dtype) + " does not match the kernel's " +
                    dtype_name(want_dtype));
-    std::vector<int64_t> dense_strides(t.shape.size(), 1);
-    for (int i = (int)t.shape.size() - 2; i >= 0; --i)
-      dense_strides[i] = dense_strides[i + 1] * t.shape[i + 1];
-    std::vector<int64_t> strides = t.strides.empty() ? dense_strides : t.strides;
+    const std::vector<int64_t> dense_st = codegen::dense_strides(t.shape);
+    std::vector<int64_t> strides = t.strides.empty() ? dense_st : t.strides;
     user_check(strides.size() == t.shape.size(), code::kRank, name, "strides and shape differ in rank");
     const void* host = t.data;
-    if (input) {
-      if (strides != dense_strides) {
-        for (int64_t st : strides)
-          user_check(st >= 0, code::kRange, name, "stride " + std::to_string(st) + " is negative");
-        log::warn_once(std::string("strided-input-") + name,
-                       std::string("input ") + name +
-                           " is not C-contiguous: the kernel copies it to dense memory first "
-                           "(pass C-contiguous arrays to skip the copy)",
-                       log::WarningKind::kPerformance);
-        copy_dense(t, strides, dense);
-        strides = dense_strides;
-        host = dense.data();
-      }
+    if (input && strides != dense_st) {
+      for (int64_t st : strides)
+        user_check(st >= 0, code::kRange, name, "stride " + std::to_string(st) + " is negative");
+      log::warn_once(std::string("strided-input-") + name,
+                     std::string("input ") + name +
+                         " is not C-contiguous: the kernel copies it to dense memory first "
+                         "(pass C-contiguous arrays to skip the copy)",
+                     log::WarningKind::kPerformance);
+      copy_dense(t, strides, dense);
+      strides = dense_st;
+      host = dense.data();
     }
     user_check(strides.back() == 1, code::kValue, name,
                "the innermost dimension must be contiguous (stride 1), got stride " +
@@ -310,7 +310,7 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const lower::
         lowered.args, fn,
         lowered.target.with_feature(Halide::Target::UserContext).with_feature(Halide::Target::NoRuntime)));
   };
-  emit.runtime = [] { return codegen::runtime_object_bytes(codegen::runtime_target(so_target())); };
+  emit.runtime = so_runtime_object;
   emit.runtime_id = so_runtime_id();
   auto lib = disk::load_or_build(key_fields(problem, lowered, threads), what, emit);
   if (lib) return std::make_shared<JitKernel>(problem, lowered, requested, threads, std::move(lib));
@@ -371,11 +371,17 @@ std::shared_ptr<const Kernel> jit_compile(const Problem& problem, const CompileO
   return k;
 }
 
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int i = (int)shape.size() - 2; i >= 0; --i) st[i] = st[i + 1] * shape[i + 1];
+  return st;
+}
+
 std::string write_prebuilt_runtime(const std::string& dir) {
   const std::string path = dir + "/" + disk::prebuilt_runtime_name(so_runtime_id());
   std::string why = support::make_dirs(dir);
   if (why.empty())
-    why = support::write_atomic(path, runtime_object_bytes(runtime_target(so_target())));
+    why = support::write_atomic(path, so_runtime_object());
   user_check(why.empty(), code::kValue, "dir", "cannot write " + path + ": " + why);
   return path;
 }
