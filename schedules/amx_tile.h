@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "Halide.h"
+#include "ops/ops.h"
 #include "schedules/cost_model.h"
 #include "schedules/registry.h"
 
@@ -49,5 +50,9 @@ double amx_lane_use(const Problem& p, const LoopNest& n, int rows, int kk);
 void amx_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar& at, const Halide::Var& j,
               const Halide::Var& i, const Halide::RVar& k, int kk,
               const std::vector<Halide::VarOrRVar>& outer);
+
+/** dX's tile weights (ops::DxAlgorithm::wzk: 64-byte rows of 16 lane pairs, the layout a
+ * tile multiply reads) staged at root. */
+void stage_tile_weights(ops::DxAlgorithm& a);
 
 }  // namespace tbex::sched

@@ -123,6 +123,8 @@ struct LoopNest {
   double pass_ops = 0;         ///< vector ops of those passes beyond the copy (conversions)
   double lane_use = 1;         ///< useful FMA lanes / executed FMA lanes
   int tile_lanes = 16;         ///< lanes of the tile's vectors (c0 = 16); narrower machines split them
+  double visit_cycles = 0;     ///< cycles a visit costs beyond its steps (AMX: the accumulators'
+                               ///< drain, zeroing and stores waiting on the multiplies)
 };
 
 /** Useful / executed FMA lanes: `flops` (2 per multiply-add) over the nest's vector FMAs. */

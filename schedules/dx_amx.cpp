@@ -34,14 +34,6 @@ using namespace Halide;
  * tile), positions past the row's end computed and dropped. */
 constexpr int kTileRows = 16;
 
-/** Channels per tile multiply: the most (up to 32: a 64-byte tile row) dividing cout_g, even. */
-int k_step(const Problem& p) {
-  const int cout_g = (int)p.group.cout_g;
-  for (int k = 32; k >= 2; k -= 2)
-    if (cout_g % k == 0) return k;
-  return 2;  // unreachable: bf16_pairs requires an even cout_g
-}
-
 /** Unstrided, a tile's reduction is split per (kd, kh) when such a visit still runs at least
  * this many tile multiplies (Kw taps x cout_g / KK channel chunks). A visit ends in a drain:
  * the accumulator's multiply chain completes, the tile is stored and added to the sums (~45 ns
@@ -61,7 +53,7 @@ int split_rows(const Problem& p) {
 bool splits_taps(const Problem& p) {
   const ConvGeometry& g = p.geo;
   return !is_strided(p) && g.kernel[0] * g.kernel[1] > 1 &&
-         g.kernel[2] * (p.group.cout_g / k_step(p)) >= kMinSplitSteps;
+         g.kernel[2] * (p.group.cout_g / ops::dx_k_step(p)) >= kMinSplitSteps;
 }
 
 class DxAmx final : public AmxTileSchedule<ops::DxAlgorithm> {
@@ -78,7 +70,7 @@ class DxAmx final : public AmxTileSchedule<ops::DxAlgorithm> {
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
     return "AMX-BF16 tile 16c0 x " + std::to_string(kTileRows) + "w, " +
-           std::to_string(k_step(p)) + " channels per tile multiply, " +
+           std::to_string(ops::dx_k_step(p)) + " channels per tile multiply, " +
            (splits_taps(p) ? "taps split per (kd, kh) over blocks of " +
                                  std::to_string(split_rows(p)) + " rows, "
                            : std::string()) +
@@ -91,7 +83,7 @@ class DxAmx final : public AmxTileSchedule<ops::DxAlgorithm> {
 Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   const ConvGeometry& g = p.geo;
   const GroupDict& gd = p.group;
-  const int qt = kTileRows, kk = k_step(p);
+  const int qt = kTileRows, kk = ops::dx_k_step(p);
   // Taps per phase: strided, a phase walks its own taps (on average K / s per dim); its
   // footprint is that of the phase with the most (slots).
   int slots[3];
@@ -137,16 +129,11 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
 }
 
 void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
-  const int qt = kTileRows, kk = k_step(p);
+  const int qt = kTileRows, kk = ops::dx_k_step(p);
   a.use_tiles();
   // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair, dy as rows of a
   // position's channels (both bf16).
-  Var row = a.wzk.args()[2], ro("ro"), ri("ri");
-  a.wzk.compute_root()
-      .split(row, ro, ri, 64, TailStrategy::GuardWithIf)
-      .vectorize(a.c0)
-      .vectorize(a.e)
-      .parallel(ro);
+  stage_tile_weights(a);
   stage_root(a.dysk, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
   if (a.scatter) {  // strided: each phase's tiles stored straight to 6HD, one block per tile
     const RVar rwo = scatter_tiles(a, qt, 1);

@@ -1,8 +1,9 @@
-// dX and dW of bf16 inputs on AMX-BF16 tiles (dx_amx, dw_amx). Native: compiled for the host where it has AMX
+// dX and dW of bf16 inputs on AMX-BF16 tiles (dx_amx, dx_amx_blocked, dw_amx). Native: compiled for the host where it has AMX
 // (avx512_sapphirerapids and the OS's grant of the tile state), TDPBF16PS asserted in the
 // assembly, against the float64 reference; skipped with the reason elsewhere. Portable: the tile
 // form's algorithm (use_tiles of DxAlgorithm / DwAlgorithm: the Funcs the schedules tile) under Halide's default
-// schedule for a target without AMX, against the same reference, on every machine. Inputs are
+// schedule for a target without AMX, and dx_amx_blocked's kernel on emulated tile registers
+// (tbex_amx_dx_emulated), against the same reference, on every machine. Inputs are
 // multiples of 1/8: every product and partial sum is exact in fp32, so any summation order gives
 // the reference to the last bit.
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <iterator>
 
 #include "Halide.h"
+#include "codegen/objects.h"
 #include "lower/pipeline.h"
 #include "lower/select.h"
 #include "lowered_check.h"
@@ -18,6 +20,7 @@
 #include "schedules/cost_model.h"
 #include "schedules/registry.h"
 #include "tbex/amx.h"
+#include "tbex/amx_dx.h"
 #include "tbex/tbex.h"
 #include "tbex/thread_pool.h"
 #include "test_util.h"
@@ -48,6 +51,11 @@ const Case kCases[] = {
     {"strided_phases", 2, 16, 32, 1, {4, 6, 9}, {3, 3, 3}, {2, 2, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     // Stride and dilation 2: odd phases meet no tap at all (an empty reduction: dX 0 there).
     {"strided_dilated", 1, 16, 32, 1, {4, 6, 8}, {3, 2, 3}, {2, 2, 2}, {2, 1, 2}, {2, 1, 0, 1, 2, 2}},
+    // Three input blocks (dx_amx_blocked: a pair and a single one), W 40: a tile pair and a
+    // ragged single tile.
+    {"three_blocks", 1, 48, 32, 1, {2, 3, 40}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 1, 1, 1, 1}},
+    // Two real groups of two blocks each: a pair never spans two groups.
+    {"group_pairs", 2, 64, 64, 2, {2, 3, 18}, {3, 1, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 0, 0, 1, 1}},
 };
 
 Halide::Target without_amx(Halide::Target t) {
@@ -92,6 +100,35 @@ TEST_P(AmxTest, NativeTilesMatchReference) {
                 .find("tdpbf16ps"),
             std::string::npos)
       << c.name;
+  test::check_bf16_dx(c, p, l.pipeline, l.args, l.target, 31);
+}
+
+TEST_P(AmxTest, PortableBlockedKernelMatchesReference) {
+  // dx_amx_blocked's extern stage run on emulated tile registers: its bounds query, block pairs,
+  // ragged tiles and offsets on every machine.
+  const Case& c = kCases[GetParam()];
+  const Problem p = dx_problem(c, DType::kBFloat16);
+  ops::DxAlgorithm a = ops::define_backprop_input(p);
+  if (!a.blocked) GTEST_SKIP() << c.name << " is strided: no blocked form";
+  a.use_blocks();
+  a.dyc.compute_root();
+  a.wzk.compute_root();
+  Halide::Pipeline pipeline(a.out);
+  pipeline.set_jit_externs(
+      {{"tbex_amx_dx", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dx_emulated))}});
+  test::check_bf16_dx(c, p, pipeline, {a.filter, a.dy}, without_amx(lower::host_target()), 31);
+}
+
+TEST_P(AmxTest, NativeBlockedKernelMatchesReference) {
+  if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
+  const Case& c = kCases[GetParam()];
+  const Problem p = dx_problem(c, DType::kBFloat16);
+  if (!ops::dx_blocks(p)) GTEST_SKIP() << c.name << " is strided: no blocked form";
+  const Halide::Target t = lower::host_target();
+  lower::Lowered l = lower::lower(p, lower::select(p, {"dx_amx_blocked", ""}, 2, t), 2, t);
+  ASSERT_EQ(l.schedule, "dx_amx_blocked");
+  EXPECT_TRUE(l.amx_tiles);
+  l.pipeline.set_jit_externs(codegen::jit_externs());
   test::check_bf16_dx(c, p, l.pipeline, l.args, l.target, 31);
 }
 
@@ -176,6 +213,45 @@ TEST(Amx, WhyNotNamesTheDtypeTheStrideAndTheTarget) {
   EXPECT_EQ(why(dx_problem(kCases[0], DType::kBFloat16), spr), "");
 }
 
+TEST(Amx, BlockedWhyNotNamesTheDtypeTheStrideAndTheTarget) {
+  const auto why = [](const Problem& p, const Halide::Target& t) {
+    return tbex::why(sched::dx_registry(), "dx_amx_blocked", p, t);
+  };
+  const Halide::Target host = lower::host_target();
+  for (DType dt : {DType::kFloat32, DType::kFloat16})
+    EXPECT_NE(why(dx_problem(kCases[0], dt), host).find("bf16 inputs only"), std::string::npos);
+  // Strided: dx_amx walks each phase's own taps instead.
+  EXPECT_NE(why(dx_problem(kCases[7], DType::kBFloat16), host).find("strided"), std::string::npos);
+  EXPECT_NE(why(dx_problem(kCases[0], DType::kBFloat16), without_amx(host)).find("avx512_sapphirerapids"),
+            std::string::npos);
+}
+
+TEST(Amx, BlockedKernelWritesFloat16AndBiasThroughOut) {
+  // fp16 result with a bias: the extern's fp32 sums go through out (bias, one rounding), so the
+  // result is dx_tiled's (fp32 sums of exact products: any order gives the same sums here).
+  if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
+  const Case& c = kCases[1];
+  const ConvGeometry g = test::geometry(c);
+  ParaDict para = test::para_for(c, true);
+  para.res_dtype = "float16";
+  const Problem p = make_backprop_input_problem(
+      shape_fz3d(test::w_dims(g), c.groups), DType::kBFloat16, shape_6hd(test::y_dims(g)),
+      DType::kBFloat16, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+      {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para, {c.cin}, DType::kFloat32);
+  ASSERT_EQ(p.res_dtype, DType::kFloat16);
+  const test::Bf16Operands o = test::bf16_dx_operands(c, 17);
+  std::vector<float> bias(c.cin);
+  for (int64_t i = 0; i < c.cin; ++i) bias[i] = float(i % 7) / 8 - 0.25f;
+  std::vector<std::vector<uint16_t>> outs;
+  for (const char* s : {"dx_amx_blocked", "dx_tiled"}) {
+    auto k = compile(p, CompileOptions{s});
+    ASSERT_EQ(k->schedule_name(), s);
+    outs.emplace_back(test::count(p.dx_shape()), 0x7e00);
+    k->run_dense({o.first.data(), o.dy.data(), bias.data()}, outs.back().data());
+  }
+  EXPECT_EQ(outs[0], outs[1]);
+}
+
 TEST(Amx, DwWhyNotNamesTheDtypeAndTheTarget) {
   const auto why = [](const Problem& p, const Halide::Target& t) {
     return tbex::why(sched::dw_registry(), "dw_amx", p, t);
@@ -197,10 +273,12 @@ TEST(Amx, AutoPicksTilesOnlyWhereTheTargetHasThem) {
   const Halide::Target host = lower::host_target();
   for (DType dt : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
     const Problem p = dx_problem(c, dt);
-    EXPECT_EQ(lower::select(p, {"auto", ""}, 1, host).schedule == "dx_amx",
+    const std::string pick = lower::select(p, {"auto", ""}, 1, host).schedule;
+    EXPECT_EQ(pick == "dx_amx" || pick == "dx_amx_blocked",
               dt == DType::kBFloat16 && sched::has_amx_bf16(host))
-        << dtype_name(dt);
-    EXPECT_NE(lower::select(p, {"auto", ""}, 1, without_amx(host)).schedule, "dx_amx");
+        << dtype_name(dt) << ": " << pick;
+    const std::string elsewhere = lower::select(p, {"auto", ""}, 1, without_amx(host)).schedule;
+    EXPECT_TRUE(elsewhere != "dx_amx" && elsewhere != "dx_amx_blocked") << elsewhere;
     const Problem q = dw_problem(c, dt);
     EXPECT_EQ(lower::select(q, {"auto", ""}, 1, host).schedule == "dw_amx",
               dt == DType::kBFloat16 && sched::has_amx_bf16(host))
@@ -255,16 +333,18 @@ TEST(Amx, ResultIsTheSameAtAnyThreadCount) {
   const Case& c = kCases[1];
   const Problem p = dx_problem(c, DType::kBFloat16);
   const test::Bf16Operands o = test::bf16_dx_operands(c, 31);
-  std::vector<std::vector<float>> outs;
   const int before = num_threads();
-  for (int threads : {1, 2}) {
-    set_num_threads(threads);
-    auto k = compile(p, CompileOptions{"dx_amx"});
-    outs.emplace_back(test::count(p.dx_shape()), -7.0f);
-    k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
+  for (const char* s : {"dx_amx", "dx_amx_blocked"}) {
+    std::vector<std::vector<float>> outs;
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      auto k = compile(p, CompileOptions{s});
+      outs.emplace_back(test::count(p.dx_shape()), -7.0f);
+      k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
+    }
+    EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4)) << s;
   }
   set_num_threads(before);
-  EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4));
 }
 
 TEST(Amx, DwResultIsTheSameAtAnyThreadCount) {

@@ -202,10 +202,12 @@ DX_AMX_PARA = {"strides": [1, 1, 1, 1, 1], "pads": [1, 1, 1, 1, 1, 1],
                "dilations": [1, 1, 1, 1, 1], "res_dtype": "float32"}
 
 
-def test_amx_kernel_links_and_runs_in_a_c_program(tmp_path):
-    """A dx_amx kernel (AMX-BF16 tile multiplies) as a static library: its wrapper asks the OS
-    for the tile state before the first tile instruction (a C program never calls arch_prctl
-    itself) and the result is the JIT kernel's."""
+@pytest.mark.parametrize("schedule", ["dx_amx", "dx_amx_blocked"])
+def test_amx_kernel_links_and_runs_in_a_c_program(tmp_path, schedule):
+    """An AMX-BF16 dX kernel as a static library: its wrapper asks the OS for the tile state
+    before the first tile instruction (a C program never calls arch_prctl itself) and the result
+    is the JIT kernel's. dx_amx_blocked's kernel calls tbex_amx_dx, which the program gets from
+    tbex's runtime library like the wrapper's other helpers."""
     from ml_dtypes import bfloat16
     wshape, xsize = [32, 16, 3, 3, 3], [1, 4, 5, 20, 16]
     fz_shape = tuple(tbex.layout.shape_fz3d(wshape, 1))
@@ -214,12 +216,12 @@ def test_amx_kernel_links_and_runs_in_a_c_program(tmp_path):
     dd = tvm.placeholder(dy_shape, name="dedy", dtype="bfloat16")
     res = dsl.conv3d_backprop_input(fl, dd, filter_size=wshape, input_size=xsize,
                                     para_dict=dict(DX_AMX_PARA, kernel_name="dx_amx_meta"))
-    why = dict(res.problem.explain_schedules())["dx_amx"]
+    why = dict(res.problem.explain_schedules())[schedule]
     if why:
-        pytest.skip("dx_amx does not apply on this host: " + why)
-    kernel = dsl.build(dsl.auto_schedule(res, schedule="dx_amx"),
+        pytest.skip(schedule + " does not apply on this host: " + why)
+    kernel = dsl.build(dsl.auto_schedule(res, schedule=schedule),
                        {"tensor_list": [fl, dd, res], "output_dir": str(tmp_path)})
-    assert kernel.schedule == "dx_amx"
+    assert kernel.schedule == schedule
     meta = tmp_path / "kernel_meta"
     assert "tbex_aot_amx_tiles" in (meta / "dx_amx_meta_wrapper.c").read_text()
     assert "-2 when the OS refuses this process the AMX" in (meta / "dx_amx_meta.h").read_text()

@@ -105,6 +105,25 @@ std::string prebuilt_runtime(const std::string& runtime_id) {
   return "";
 }
 
+/** <dir>/runtime/<key of fields>.o, an object every entry links: written from `make` once
+ * (under its lock) and published by rename; `fresh` (the last link failed) writes it again.
+ * "" with `why` if it cannot be made. */
+std::string shared_object(const Fields& fields, const std::function<std::string()>& make,
+                          const std::string& what, bool fresh, std::string& why) {
+  const std::string dir = cache_dir() + "/runtime";
+  const std::string obj = dir + "/" + key_of(fields) + ".o";
+  if (!fresh && exists(obj)) return obj;
+  auto lock = lock_in(dir, obj.substr(0, obj.size() - 2) + ".lock", why);
+  if (!lock) return "";
+  if (!fresh && exists(obj)) return obj;
+  auto t0 = Clock::now();
+  std::string bytes;
+  if (!emitted(make, bytes, why)) return "";
+  if ((why = support::write_atomic(obj, bytes)) != "") return "";
+  log_cache("  " + what + " written in " + fmt_ms(ms_since(t0)));
+  return obj;
+}
+
 /** The runtime object every entry links: the prebuilt one, else <dir>/runtime/<key>.o, compiled
  * once (under its lock) and published by rename. `fresh` (the last one failed to link) skips the
  * prebuilt object and compiles a new one. "" with `why` if it cannot be made. */
@@ -117,18 +136,7 @@ std::string runtime_object(const Emitters& emit, bool fresh, std::string& why) {
   }
   Fields f = base_fields();
   f.emplace_back("runtime", emit.runtime_id);
-  const std::string dir = cache_dir() + "/runtime";
-  const std::string obj = dir + "/" + key_of(f) + ".o";
-  if (!fresh && exists(obj)) return obj;
-  auto lock = lock_in(dir, obj.substr(0, obj.size() - 2) + ".lock", why);
-  if (!lock) return "";
-  if (!fresh && exists(obj)) return obj;
-  auto t0 = Clock::now();
-  std::string bytes;
-  if (!emitted(emit.runtime, bytes, why)) return "";
-  if ((why = support::write_atomic(obj, bytes)) != "") return "";
-  log_cache("  Halide runtime for " + emit.runtime_id + " compiled in " + fmt_ms(ms_since(t0)));
-  return obj;
+  return shared_object(f, emit.runtime, "Halide runtime for " + emit.runtime_id, fresh, why);
 }
 
 /** Compiles, links and publishes the entry (caller holds the build lock); "" or why it could
@@ -159,8 +167,12 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
   for (bool fresh : {false, true}) {  // a stale or damaged runtime object: make it again, once
     const std::string runtime = runtime_object(emit, fresh, err);
     if (runtime.empty()) return err;
+    Fields kf = base_fields();
+    kf.emplace_back("object", "tbex kernels");
+    const std::string kernels = shared_object(kf, emit.kernels, "tbex kernels object", fresh, err);
+    if (kernels.empty()) return err;
     std::vector<std::string> link = cxx;
-    link.insert(link.end(), {"-shared", "-o", so, obj, runtime, "-Wl,--version-script=" + vers,
+    link.insert(link.end(), {"-shared", "-o", so, obj, runtime, kernels, "-Wl,--version-script=" + vers,
                              "-Wl,-z,now", "-Wl,--as-needed"});
     try {
       support::run_tool(link, "CXX");

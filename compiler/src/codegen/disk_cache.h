@@ -60,6 +60,10 @@ struct Emitters {
    * .so. */
   std::function<std::string()> runtime;
   std::string runtime_id;
+  /** The bytes of the object file of tbex's own kernels that generated code calls
+   * (codegen::kernels_object_bytes); written once per tbex build under <dir>/runtime/, linked
+   * into every .so. */
+  std::function<std::string()> kernels;
 };
 
 /** The entry for `fields`: loaded if present and valid, else compiled with `emit`, linked and

@@ -197,6 +197,7 @@ class JitKernel final : public Kernel {
   JitKernel(Problem p, lower::Lowered& lowered, CompileOptions requested, int threads)
       : problem_(std::move(p)), schedule_(lowered.schedule), variant_(lowered.variant),
         requested_(std::move(requested)), threads_(threads) {
+    lowered.pipeline.set_jit_externs(codegen::jit_externs());
     callable_ = lowered.pipeline.compile_to_callable(lowered.args, lowered.target);
   }
   /** From the disk cache: a loaded .so; its runtime's handlers are pointed at tbex's. */
@@ -312,6 +313,7 @@ std::shared_ptr<const Kernel> build_kernel(const Problem& problem, const lower::
   };
   emit.runtime = so_runtime_object;
   emit.runtime_id = so_runtime_id();
+  emit.kernels = codegen::kernels_object_bytes;
   auto lib = disk::load_or_build(key_fields(problem, lowered, threads), what, emit);
   if (lib) return std::make_shared<JitKernel>(problem, lowered, requested, threads, std::move(lib));
   return std::make_shared<JitKernel>(problem, lowered, requested, threads);

@@ -7,9 +7,13 @@
 #include <filesystem>
 
 #include "support/files.h"
+#include "tbex/amx_dx.h"
 #include "tbex/errors.h"
 
 namespace tbex::codegen {
+
+extern const unsigned char kKernelsObject[];  // generated: cmake/embed_object.cmake
+extern const size_t kKernelsObjectSize;
 
 std::string object_bytes(const Halide::Module& m) {
   const Halide::Buffer<uint8_t> b = m.compile_to_buffer();
@@ -36,6 +40,14 @@ Halide::Target runtime_target(const Halide::Target& t) {
   if (!base.get_runtime_compatible_target(t, common))
     throw InternalError("no runtime target common to " + t.to_string() + " and " + base.to_string());
   return common;
+}
+
+std::map<std::string, Halide::JITExtern> jit_externs() {
+  return {{"tbex_amx_dx", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dx))}};
+}
+
+std::string kernels_object_bytes() {
+  return std::string(reinterpret_cast<const char*>(kKernelsObject), kKernelsObjectSize);
 }
 
 void write_object(const std::string& path, const std::string& bytes) {

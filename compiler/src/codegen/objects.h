@@ -2,6 +2,7 @@
 /** Object files made in memory and written with checked writes: LLVM's own file output ends the
  * process on a full disk ("LLVM ERROR: IO failure on output stream"), which no caller can catch.
  * Used by the disk cache and by AOT. */
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,15 @@ std::string runtime_object_bytes(const Halide::Target& t);
  * allocation, threads and errors use none of them, so one object serves every CPU of the
  * architecture, and it can be built before the machine that runs it is known. */
 Halide::Target runtime_target(const Halide::Target& t);
+
+/** tbex's own kernels that generated code calls (extern stages: tbex_amx_dx, tbex/amx_dx.h) by
+ * symbol name, for the in-memory JIT (this process's copies). */
+std::map<std::string, Halide::JITExtern> jit_externs();
+
+/** The object file of those kernels, compiled at build time and embedded in tbex
+ * (cmake/embed_object.cmake): every disk-cached kernel links it (AOT users link them from
+ * tbex's runtime library). */
+std::string kernels_object_bytes();
 
 /** Writes `bytes` to `path`; UserError naming the file when it cannot (a full disk, a
  * read-only directory). */

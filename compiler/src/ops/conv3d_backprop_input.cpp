@@ -230,6 +230,31 @@ DxAlgorithm define_backprop_input(const Problem& p) {
         cast<float>(a.dysk(tk, rt.ow, rt.oh, rt.od, b, gi)) * cast<float>(wrow);
     a.outt = Func("out");
     tail(a.acct, a.dxpt, a.outt);
+
+    // Blocked tile form: the same sums (over k and the taps) from tbex_amx_dx, which reads dy
+    // in chunks of kk channels with the positions of a chunk back to back (a tile of 16
+    // positions is one contiguous run) and the weights as wzk's rows.
+    a.blocked = dx_blocks(p);
+    if (a.blocked) {
+      a.kk = dx_k_step(p);
+      Var j = a.j, kc = a.kc;
+      a.dyc(j, w, kc, h, d, b, g) = a.dysk(kc * a.kk + j, w, h, d, b, g);
+      const std::vector<ExternFuncArgument> args = {
+          a.dyc, a.wzk, Expr(Kd), Expr(Kh), Expr(Kw), Expr(dd), Expr(dh), Expr(dw), Expr(pf),
+          Expr(pt), Expr(pl), Expr(cin1_g), Expr(cout_g), Expr(a.kk)};
+      // fp32 out without a bias: the sums are the output, written by the extern in place.
+      a.blocks_out = dx_blocks_out(p);
+      if (a.blocks_out) a.ext = Func("out");
+      a.ext.define_extern("tbex_amx_dx", args, Float(32), {c0, w, h, c1, d, b}, NameMangling::C);
+      if (a.blocks_out) {
+        constrain_shape(a.ext.output_buffer(), p.x_shape());
+        a.outb = a.ext;
+      } else {
+        a.accb(c0, qw, pw, qh, ph, qd, pd, c1, b) = a.ext(c0, qw, qh, c1, qd, b);
+        a.outb = Func("out");
+        tail(a.accb, a.dxpb, a.outb);
+      }
+    }
   }
   return a;
 }

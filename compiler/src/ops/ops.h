@@ -174,6 +174,21 @@ struct DxAlgorithm {
   Halide::Func outt;          ///< out reading dxpt (named "out" too)
   Halide::RDom rt;            ///< (k, jw, jh, jd), the taps of the phase, predicated like r
   void use_tiles() { dxp = dxpt, out = outt; }
+
+  /** Blocked tile form, defined when `blocked` (dx_blocks: the pair form, unstrided): acc's
+   * sums computed by tbex_amx_dx (tbex/amx_dx.h: 2 x 2 blocks of AMX tiles, a Halide extern
+   * stage) from dyc and wzk. A schedule that uses it calls use_blocks(): dxp and out then read
+   * accb. */
+  bool blocked = false;
+  int kk = 2;                 ///< output channels per tile multiply (dx_k_step)
+  Halide::Func dyc{"dyc"};    ///< (j, w, kc, h, d, b, g) bf16 dy of channel kc*kk + j (dysk in chunks)
+  Halide::Func ext{"ext"};    ///< (c0, w, h, c1, d, b) fp32 sums: the extern stage
+  bool blocks_out = false;    ///< ext is the output itself (fp32, no bias: nothing to add or cast)
+  Halide::Func accb{"accb"};  ///< same dims as acc, reading ext
+  Halide::Func dxpb{"dxpb"};  ///< dxp reading accb
+  Halide::Func outb;          ///< out reading dxpb (named "out" too)
+  Halide::Var j{"j"}, kc{"kc"};
+  void use_blocks() { dxp = dxpb, out = outb; }
 };
 
 /** dX's taps per stride phase along one dim (kernel K, stride s, dilation dl): the extent of the
@@ -212,6 +227,27 @@ inline bool dx_scatters(const Problem& p) {
 /** Whether dX has its pair form for `p` (DxAlgorithm::pairs): bf16 inputs, an even cout_g. */
 inline bool bf16_pairs(const Problem& p) {
   return p.in_dtype == DType::kBFloat16 && p.group.cout_g % 2 == 0;
+}
+
+/** Output channels per AMX tile multiply in dX's tile forms: the most (up to 32, a 64-byte tile
+ * row) dividing cout_g, even (the pair form needs an even cout_g). */
+inline int dx_k_step(const Problem& p) {
+  for (int k = 32; k >= 2; k -= 2)
+    if (p.group.cout_g % k == 0) return k;
+  return 2;
+}
+
+/** Whether dX has its blocked tile form for `p` (DxAlgorithm::blocked): the pair form without a
+ * stride (tbex_amx_dx walks every tap of every position). */
+inline bool dx_blocks(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return bf16_pairs(p) && g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
+}
+
+/** Whether the blocked form's extern stage writes the output itself (DxAlgorithm::blocks_out):
+ * an fp32 result without a bias, nothing to add or round. */
+inline bool dx_blocks_out(const Problem& p) {
+  return p.res_dtype == DType::kFloat32 && !p.has_bias;
 }
 
 DwAlgorithm define_backprop_filter(const Problem& p);

@@ -1,0 +1,134 @@
+/** dx_amx_blocked: unstrided bf16 dX on AMX-BF16 tiles in 2 x 2 blocks (two tiles of 16
+ * positions along w x two input blocks: four accumulator tiles sharing each loaded dy and weight
+ * tile). Halide 21 lowers one accumulator per allocation, so the blocked loop is tbex's own
+ * inner kernel (tbex_amx_dx, runtime/src/amx_dx.cpp), called as a Halide extern stage per
+ * (batch, depth, block of rows); Halide stages its operands (dy in chunks of kk channels with a
+ * chunk's positions back to back, the weights as dx_amx stages them) and writes the 6HD output
+ * (bias, cast) from the extern's fp32 sums.
+ *
+ * Measured on Sapphire Rapids (b_c3d, one thread, the inner loops alone): 29 ms against 37 for
+ * the same loops with one accumulator per multiply and 47 for dx_amx; a tile load whose rows
+ * are strided 256 bytes apart (a position's channels, as dx_amx's dy stage) cost 5-10% more than
+ * one contiguous run. */
+#include <algorithm>
+
+#include "schedules/amx_tile.h"
+#include "schedules/loops.h"
+#include "schedules/tiling.h"
+
+namespace tbex::sched {
+namespace {
+
+using namespace Halide;
+
+constexpr int kTileRows = 16;
+
+/** Rows (h) of one extern call: its fp32 sums (every block of the row) ~128 KB, so out's pass
+ * over them reads L2; the most rows up to that dividing H (no ragged last call). */
+int call_rows(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  const int64_t row_bytes = ceil_div(g.in[2], kTileRows) * kTileRows * g.cin1() * 16 * 4;
+  const int want = (int)std::max<int64_t>(1, 131072 / row_bytes);
+  for (int r = std::min<int>(want, (int)g.in[1]); r > 1; --r)
+    if (g.in[1] % r == 0) return r;
+  return 1;
+}
+
+class DxAmxBlocked final : public AmxTileSchedule<ops::DxAlgorithm> {
+ public:
+  std::string name() const override { return "dx_amx_blocked"; }
+  std::string why_not(const Problem& p) const override {
+    if (p.in_dtype != DType::kBFloat16) return "bf16 inputs only (AMX-BF16 tiles multiply bf16)";
+    if (!ops::bf16_pairs(p))
+      return "cout_g " + std::to_string(p.group.cout_g) + " is odd: tile rows hold channel pairs";
+    if (!ops::dx_blocks(p))
+      return "strided: the blocked kernel walks every tap of every position (dx_amx walks each "
+             "stride phase's own)";
+    return "";
+  }
+  std::string describe(const Problem& p, const Context& ctx) const override {
+    return "AMX-BF16 2 x 2 blocks of 16c0 x " + std::to_string(kTileRows) + "w tiles (tbex_amx_dx), " +
+           std::to_string(ops::dx_k_step(p)) + " channels per tile multiply, " +
+           std::to_string(call_rows(p)) + " rows per call, " + std::to_string(ctx.threads) +
+           " threads";
+  }
+  void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
+  Estimate estimate(const Problem& p, const Context& ctx) const override;
+};
+
+/** The blocked kernel's costs in dependent tile multiplies (Machine::tile_multiply_cycles), as
+ * measured on Sapphire Rapids by calling tbex_amx_dx on staged buffers (2 x 2 blocks; c2: 2048
+ * visits of 54 steps 4.48 ms, b_c3d: 7168 of 108 steps 30.0 ms; c1 and a 32^3 layer of 32
+ * channels, 27 steps, ran 1.49 and 1.37 us a visit, 20% above this line): a multiply with its
+ * operands streamed as the kernel streams them (dy rows from L1 across kw, the weights from L2)
+ * 1.94, so no memory term is added; a visit's drain (its stores and the next visit's zeroing
+ * wait for the multiplies in flight) 54. */
+constexpr double kMultiplyCost = 1.94, kDrainCost = 54;
+
+Estimate DxAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
+  const ConvGeometry& g = p.geo;
+  const GroupDict& gd = p.group;
+  const int kk = ops::dx_k_step(p);
+  const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2];
+  const int64_t tiles = ceil_div(g.in[2], kTileRows), tile_pairs = ceil_div(tiles, 2);
+  const int64_t block_pairs = gd.real_g * ceil_div(gd.cin1_g, 2);
+  const Machine m = Machine::of(ctx.target);
+  LoopNest n;
+  n.threads = ctx.threads;
+  // A step: one channel chunk of one tap, 4 tile multiplies on two dy and two weight tiles
+  // (fewer at a ragged edge or with one block per group). The measured rate covers the operand
+  // stream (dy rows from L1 across kw, weights from L2), so no memory term is added.
+  const double multiplies = double(tiles) * g.cin1() / double(tile_pairs * block_pairs);
+  n.tile.fmas = 0;
+  n.tile.loads = 2 * kTileRows + 2 * (kk / 2.0);
+  n.tile.accumulators = 4, n.tile.operands = 0;
+  n.tile.unit_cycles = multiplies * kMultiplyCost * m.tile_multiply_cycles;
+  n.steps_per_visit = taps * gd.cout_g / kk;
+  n.visits = double(g.n) * g.in[0] * g.in[1] * tile_pairs * block_pairs;
+  n.visit_cycles = kDrainCost * m.tile_multiply_cycles;
+  const double reach = double(g.kernel[2] - 1) * g.dilation[2];
+  n.visit_footprint = int64_t(2 * 32.0 * gd.cout_g * taps +
+                              (2 * kTileRows + reach) * gd.cout_g * 2 * g.kernel[0] * g.kernel[1]);
+  n.chunk_footprint = n.visit_footprint;
+  n.units = g.n * g.in[0];
+  // Passes: weights and dy staged as bf16; without blocks_out, the extern's fp32 sums written
+  // and read back by out.
+  n.pass_bytes = (dw_out_elems(p) + staged_dy_elems(p)) * (input_bytes(p) + 2) +
+                 (ops::dx_blocks_out(p) ? 0 : dx_elems(p) * 8);
+  const double executed = double(g.n) * g.in[0] * g.in[1] * tiles * kTileRows * g.cin1() * 16 *
+                          gd.cout_g * taps;
+  n.lane_use = std::min(1.0, g.flops() / 2 / executed);
+  return evaluate(n, m);
+}
+
+void DxAmxBlocked::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
+  a.use_blocks();
+  // The stages' regions are what the extern's bounds query asks for, unknown to Halide when it
+  // compiles: their vectorized dims are bound to what the query always answers.
+  a.wzk.bound(a.e, 0, 2).bound(a.c0, 0, 16);
+  a.dyc.bound(a.j, 0, a.kk).bound(a.kc, 0, int(p.group.cout_g / a.kk));
+  stage_tile_weights(a);
+  stage_root(a.dyc, a.j, std::min(16, a.kk), {a.d, a.b, a.g}, {"t2", "t1"});
+  // One extern call per (batch, depth, block of rows); out adds the bias and casts, a 16-lane
+  // vector per position.
+  Var ho("ho"), hi("hi"), par("par");
+  if (a.blocks_out) {  // the extern writes the output: one call per (batch, depth, rows)
+    a.out.split(a.h, ho, hi, call_rows(p), TailStrategy::GuardWithIf)
+        .reorder(a.c0, a.w, hi, a.c1, ho, a.d, a.b)
+        .fuse(a.d, a.b, par)
+        .parallel(par);
+    return;
+  }
+  a.out.split(a.h, ho, hi, call_rows(p), TailStrategy::GuardWithIf)
+      .reorder(a.c0, a.w, hi, a.c1, ho, a.d, a.b)
+      .vectorize(a.c0)
+      .fuse(a.d, a.b, par)
+      .parallel(par);
+  a.ext.compute_at(a.out, ho);
+}
+
+}  // namespace
+
+const DxSchedule* dx_amx_blocked_schedule() { return the<DxAmxBlocked>(); }
+
+}  // namespace tbex::sched
