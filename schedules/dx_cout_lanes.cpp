@@ -115,7 +115,13 @@ class DxCoutLanes final : public DxSchedule {
     const Tiles own = choose_tiles(p, ctx, "");
     std::vector<std::string> keys{key_of(own)};
     const int64_t qmax = qt_max(p, own.kwu, ctx.target);
-    for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), qmax + 1, qmax * 3 / 4})
+    // One position past qt_max only where the tile keeps its weights in registers (AVX-512:
+    // qt_max's share of the file is a rule of thumb). On AVX2 the accumulators and the dy vector
+    // already fill the 16 ymm: one more position spills an accumulator every step (stem dX on a
+    // Zen 3: [qt=3,ord=2] 171 ms against [qt=2,ord=2] 131), which the model's spill cost
+    // underrates against the tile's fewer weight reads.
+    const int64_t past = keeps_weights(ctx.target) ? qmax + 1 : qmax;
+    for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), past, qmax * 3 / 4})
       if (qt <= ext) keys.push_back(key_of({(int)std::max<int64_t>(1, qt), own.kwu}));
     keys.push_back(key_of({own.qt, 1 - own.kwu}));
     return TileSpace::candidates(keys, 6);
@@ -153,7 +159,7 @@ class DxCoutLanes final : public DxSchedule {
     n.visit_bytes = w_bytes + dy_bytes;
     n.visit_footprint = (int64_t)n.visit_bytes;
     n.chunk_footprint = int64_t(w_bytes * g.stride[2]) +
-                        int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * p.group.cout_g * 4;
+                        dx_dy_rows(p) * g.out[2] * p.group.cout_g * 4;
     n.units = rows;
     // Passes: dy staged in fp32, the per-tile horizontal sums (about 8 ops per output element),
     // the row scatter back to 6HD.

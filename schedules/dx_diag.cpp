@@ -83,7 +83,7 @@ class DxDiag final : public DxSchedule {
     n.visits = double(tiles);
     n.visit_bytes = taps_w * mult * taps_dh * 64 + (qt + taps_w) * 64 * mult * taps_dh;
     n.visit_footprint = (int64_t)n.visit_bytes;
-    n.chunk_footprint = int64_t(g.kernel[0] * g.kernel[1]) * (g.out[2] + g.kernel[2]) * 64 * int64_t(mult);
+    n.chunk_footprint = dx_dy_rows(p) * (g.out[2] + g.kernel[2]) * 64 * int64_t(mult);
     n.units = p.group.real_g * g.n * depth_chunks(p, ctx.threads);
     // Passes: zero-padded fp32 dy planes, the output (and the phase scatter when strided).
     n.pass_bytes = staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4 * (is_strided(p) ? 2 : 1);

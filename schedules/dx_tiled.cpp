@@ -79,7 +79,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // together is those weights and the row's dy rows (not every block's weights: the next ct
   // blocks come once per row).
   n.chunk_footprint = int64_t(w_bytes) +
-                      int64_t(g.kernel[0] * g.kernel[1]) * g.out[2] * gd.cout_g * 4 * gd.real_g;
+                      dx_dy_rows(p) * g.out[2] * gd.cout_g * 4 * gd.real_g;
   n.units = g.n * phase_extent(p, 0) * g.stride[0];
   // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach); the tiles
   // store dX in place, but a ragged phase frame is gathered into 6HD per depth slice (from

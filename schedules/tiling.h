@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ops/ops.h"
 #include "tbex/problem.h"
 
 namespace tbex::sched {
@@ -120,6 +121,15 @@ inline std::string diag_why_not(const Problem& p) {
 inline int64_t phase_extent(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
   return (g.in[i] + g.stride[i] - 1) / g.stride[i];
+}
+
+/** The dy rows (od, oh) one row of dX positions reads: its phase's (kd, kh) taps, not every
+ * tap (a stride-2 h reads half of Kh's rows per row; the stem's 3 x 7 taps read 3 x 4). What
+ * the tiles along a row share, so their chunk footprint. */
+inline int64_t dx_dy_rows(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return int64_t(ops::phase_tap_extent(g.kernel[0], g.stride[0], g.dilation[0])) *
+         ops::phase_tap_extent(g.kernel[1], g.stride[1], g.dilation[1]);
 }
 
 }  // namespace tbex::sched

@@ -54,13 +54,16 @@ std::vector<uint8_t> to_fz3d(const std::vector<double>& v, const Dims5& d, int64
   return out;
 }
 
-/** Runs every variant of `schedule` for `p` on `inputs`; `unpack` turns the fp32 output into
- * the reference's layout. Returns how many variants ran. */
+/** Runs every variant of `schedule` for `p` on `inputs`, and `extra` (valid variants the
+ * target does not offer as candidates); `unpack` turns the fp32 output into the reference's
+ * layout. Returns how many variants ran. */
 template <class Unpack>
 int check_variants(const Problem& p, const std::string& schedule,
                    const std::vector<const void*>& inputs, const std::vector<double>& ref,
-                   Unpack&& unpack) {
-  const auto variants = schedule_candidates(p, schedule);
+                   Unpack&& unpack, const std::vector<std::string>& extra = {}) {
+  auto variants = schedule_candidates(p, schedule);
+  for (const auto& v : extra)
+    if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
   EXPECT_GE(variants.size(), 3u) << schedule << " lists too few variants for " << p.canonical();
   for (const auto& v : variants) {
     SCOPED_TRACE(schedule + " [" + v + "] " + p.canonical());
@@ -110,7 +113,7 @@ TEST_P(VariantTest, DxTiledMatchesReference) {
 /** Every variant of dX `schedule` on case `c` against the float64 reference; padding_zero: the
  * 6HD padding lanes must be 0 (packing the result again reproduces it). */
 void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint32_t seed,
-                   bool padding_zero) {
+                   bool padding_zero, const std::vector<std::string>& extra = {}) {
   const ConvGeometry g = geometry(c);
   auto w = random_eighths(numel(w_dims(g)), seed);
   auto dy = random_eighths(numel(y_dims(g)), 300 + seed);
@@ -129,7 +132,8 @@ void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint
                      EXPECT_EQ(again, out) << "padding lanes not zero";
                    }
                    return std::vector<double>(dx.begin(), dx.end());
-                 });
+                 },
+                 extra);
 }
 
 void check_dx(int ci, DType dtype, const std::string& schedule) {
@@ -213,7 +217,9 @@ TEST(Variants, DxCoutLanesMatchesReference) {
   };
   for (const Case& c : few)
     for (DType dtype : {DType::kFloat32, DType::kBFloat16})
-      check_dx_case(c, dtype, "dx_cout_lanes", 17, true);
+      // A tile one position wider than the registers hold is a candidate only with AVX-512;
+      // it computes the same sums everywhere.
+      check_dx_case(c, dtype, "dx_cout_lanes", 17, true, {"qt=3,ord=2", "qt=3,ord=1"});
 }
 
 // dx_pointwise (1x1x1 dX as a plain GEMM), every variant, fp32 and bf16: ragged blocks (40
