@@ -12,6 +12,13 @@ std::string amx_offsets_why_not(double bytes) {
          " bytes: Halide lowers AMX tiles with 32-bit offsets only (2 GiB)";
 }
 
+std::string amx_dx_pairs_why_not(const Problem& p) {
+  if (p.in_dtype != DType::kBFloat16) return "bf16 inputs only (AMX-BF16 tiles multiply bf16)";
+  if (!ops::bf16_pairs(p))
+    return "cout_g " + std::to_string(p.group.cout_g) + " is odd: tile rows hold channel pairs";
+  return "";
+}
+
 RegisterTile amx_step(int a_rows, int kk, const Machine& m) {
   RegisterTile t;
   t.fmas = 0;

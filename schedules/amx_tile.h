@@ -20,6 +20,10 @@ namespace tbex::sched {
  * compiles with (lower::Lowered::target drops LargeBuffers), else why not. */
 std::string amx_offsets_why_not(double bytes);
 
+/** "" when dX's AMX tiles apply to p's inputs (bf16, output channels in pairs: a tile row holds
+ * channel pairs), else why not: what dx_amx and dx_amx_blocked ask first. */
+std::string amx_dx_pairs_why_not(const Problem& p);
+
 /** A schedule of AMX tile multiplies: it applies only where the target has AMX-BF16 and this
  * process may use it, and its kernels need the tile permission (AOT wrappers ask for it). */
 template <class Algorithm>

@@ -60,9 +60,7 @@ class DxAmx final : public AmxTileSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_amx"; }
   std::string why_not(const Problem& p) const override {
-    if (p.in_dtype != DType::kBFloat16) return "bf16 inputs only (AMX-BF16 tiles multiply bf16)";
-    if (!ops::bf16_pairs(p))
-      return "cout_g " + std::to_string(p.group.cout_g) + " is odd: tile rows hold channel pairs";
+    if (std::string why = amx_dx_pairs_why_not(p); !why.empty()) return why;
     if (is_strided(p) && !ops::dx_scatters(p))
       return "strided with an extent its stride does not divide: the phase frame is ragged "
              "(dx_tiled gathers it per depth slice)";

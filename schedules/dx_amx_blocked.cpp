@@ -38,9 +38,7 @@ class DxAmxBlocked final : public AmxTileSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_amx_blocked"; }
   std::string why_not(const Problem& p) const override {
-    if (p.in_dtype != DType::kBFloat16) return "bf16 inputs only (AMX-BF16 tiles multiply bf16)";
-    if (!ops::bf16_pairs(p))
-      return "cout_g " + std::to_string(p.group.cout_g) + " is odd: tile rows hold channel pairs";
+    if (std::string why = amx_dx_pairs_why_not(p); !why.empty()) return why;
     if (!ops::dx_blocks(p))
       return "strided: the blocked kernel walks every tap of every position (dx_amx walks each "
              "stride phase's own)";
