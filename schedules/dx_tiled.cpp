@@ -2,7 +2,10 @@
  * channels (c0, c1), K = output channels x taps of the phase: the GEMM register tile of
  * schedules/gemm_tile.h, QT positions x CT channel blocks. With strides the tile lives in the
  * phase frame (all QT positions share one phase, so one tap set) and is stored straight to its
- * 6HD places (the algorithm's scatter form; a ragged frame is gathered per depth slice). */
+ * 6HD places (the algorithm's scatter form; a ragged frame is gathered per depth slice).
+ * Unit strides may chunk the reduction by kernel rows or depth slices (GemmTiles::kt) where a
+ * block's weights exceed the L1: the row's tiles then run chunk by chunk against weights held in
+ * L1, adding their partial sums to a row kept there. */
 #include <algorithm>
 
 #include "schedules/gemm_tile.h"
@@ -19,7 +22,11 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_tiled"; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    return describe_gemm_tile(tiles(p, ctx), "w", pairs(p), shape(p).row_taps > 1) +
+    const GemmShape s = shape_for(p, ctx);
+    return describe_gemm_tile(tiles(p, ctx), "w", pairs(p), s.row_taps > 1, !s.chunk_taps.empty()) +
+           (chunked(s, tiles(p, ctx)) ? "reduction in chunks of " + std::to_string(tiles(p, ctx).kt) +
+                                            " taps, row of partial sums in L1, "
+                                      : "") +
            (is_strided(p) ? "stride-phase frame, " : "") +
            std::to_string(ctx.threads) + " threads";
   }
@@ -30,7 +37,14 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
     GemmShape s{"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
                 p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
     // Unit strides: no phase predicate in the reduction, the kw taps unroll straight.
-    if (!is_strided(p)) s.row_taps = (int)p.geo.kernel[2], s.row_dilation = (int)p.geo.dilation[2];
+    // and the reduction chunks by kernel rows or depth slices (GemmTiles::kt).
+    if (!is_strided(p)) {
+      const int kw = (int)p.geo.kernel[2], kh = (int)p.geo.kernel[1], kd = (int)p.geo.kernel[0];
+      s.row_taps = kw, s.row_dilation = (int)p.geo.dilation[2];
+      for (int taps : {kw, kh * kw, kd * kh * kw})
+        if (s.chunk_taps.empty() || taps > s.chunk_taps.back()) s.chunk_taps.push_back(taps);
+      s.k_bytes = p.group.cout_g * 64;
+    }
     return s;
   }
   Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const override;
@@ -95,6 +109,23 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
   n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
+  const GemmShape s = shape_for(p, ctx);
+  if (chunked(s, t)) {
+    // Chunks of kt taps: a visit runs one chunk of one tile. What it brings into L1 is its dy
+    // window (the chunk's rows) and its share of the chunk's weights, which the row's tiles
+    // read from L1 in turn; it then adds its partial sums to the row in L1 (a load and a store
+    // per accumulator vector, what evaluate charges a visit for its accumulators). Each row is
+    // zeroed and copied out once.
+    const double chunks = double(s.chunk_taps.back()) / t.kt;
+    const double row_tiles = double(ceil_div(phase_extent(p, 2), t.qt));
+    n.visits *= chunks;
+    n.steps_per_visit /= chunks;
+    n.visit_bytes = (w_bytes / row_tiles + dy_bytes) / chunks;
+    n.visit_footprint = int64_t((w_bytes + dy_bytes) / chunks);
+    n.chunk_footprint = int64_t(w_bytes / chunks) +
+                        int64_t(dx_dy_rows(p) / chunks * g.out[2] * gd.cout_g * 4 * gd.real_g);
+    n.pass_ops = 2.0 * dx_elems(p) / Machine::of(ctx.target).lanes;
+  }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
   return evaluate(n, Machine::of(ctx.target));
 }
@@ -117,7 +148,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
   if (a.scatter) {
     const RVar rwo = scatter_tiles(a, t.qt, t.ct);
-    register_tile(acc, a.out, rwo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2, t.kwt > 1);
+    register_tile(acc, a.out, rwo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
     // A row of fewer positions than a multiple of qt ends in a shorter tile; the tile keeps its
     // constant extent (its registers), computing a few phase-frame positions no one stores.
     acc.bound_extent(qw, t.qt);
@@ -134,8 +165,32 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
         .vectorize(c0)
         .unroll(wi)
         .unroll(c1i);
-    register_tile(acc, a.dxp, wo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2, t.kwt > 1);
+    register_tile(acc, a.dxp, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
     return;
+  }
+  const GemmShape s = shape_for(p, ctx);
+  if (chunked(s, t)) {
+    // Reduction chunks (one kernel row, or one depth slice, of taps): acc holds the row of ct
+    // blocks in L1; for each chunk every tile of the row computes its partial sums in registers
+    // (part, an rfactor) and adds them to acc, so the chunk's weights stay in L1 across the row.
+    // r = (n, jw, jh, jd): a depth slice keeps jh inside the chunk, a kernel row takes it out.
+    Var u("ku"), v("kv"), awo("awo"), awi("awi");
+    const bool slices = t.kt == p.geo.kernel[1] * p.geo.kernel[2] && p.geo.kernel[1] > 1;
+    std::vector<RVar> in_part{a.r[0], a.r[1]}, chunks{a.r[3]};
+    if (slices) in_part.push_back(a.r[2]);
+    else chunks.insert(chunks.begin(), a.r[2]);
+    Func part = slices ? acc.update().rfactor(a.r[3], v)
+                       : acc.update().rfactor({{a.r[2], u}, {a.r[3], v}});
+    acc.compute_at(a.out, a.h).vectorize(c0);
+    std::vector<VarOrRVar> order{c0, awi, c1, awo};
+    order.insert(order.end(), chunks.begin(), chunks.end());
+    acc.update()
+        .split(qw, awo, awi, t.qt, TailStrategy::RoundUp)
+        .reorder(order)
+        .vectorize(c0)
+        .unroll(awi)
+        .unroll(c1);
+    register_tile(part, acc, awo, c0, qw, c1, in_part, false, t.kwt > 1);
   }
   a.out.compute_root()
       .split(a.w, wo, wi, t.qt)
@@ -146,7 +201,8 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
       .unroll(c1i)
       .fuse(a.d, b, par)
       .parallel(par);
-  register_tile(acc, a.out, wo, c0, qw, c1, t.pair == 2 ? a.rp : a.r, t.pair == 2, t.kwt > 1);
+  if (!chunked(s, t))
+    register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
 }
 
 }  // namespace

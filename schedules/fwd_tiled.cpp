@@ -105,7 +105,7 @@ void FwdTiled::apply(ops::FwdAlgorithm& a, const Problem& p, const Context& ctx)
       .fuse(t2, a.b, rows)
       .parallel(rows);
   // The tile's accumulators live at wt (never at a fused var: acc indexes c1 by div/mod).
-  register_tile(a.acc, a.out, wt, c0, wo, c1, a.r);
+  register_tile(a.acc, a.out, wt, c0, wo, c1, rvars(a.r));
 }
 
 }  // namespace

@@ -22,6 +22,11 @@ struct GemmTiles {
    * loads one per FMA: the load ports, not the FMA pipes, bounded those tiles). Every tap's
    * weight rows stay live. */
   int kwt = 1;
+  /** Taps per reduction chunk (one of GemmShape::chunk_taps; all of them: no chunks). With
+   * chunks, acc keeps the row's tiles in L1 and the tiles of a row run chunk by chunk, each
+   * adding its partial sums there, so the weights of one chunk (every output channel at those
+   * taps) stay in L1 for every tile of the row instead of streaming from L2 per tile. */
+  int kt = 0;
 };
 
 /** What a schedule's GEMM tile is drawn from. */
@@ -43,11 +48,19 @@ struct GemmShape {
    * the kernel width where the row's positions are unit-stride, else 1 (no key). */
   int row_taps = 1;
   int row_dilation = 1;  ///< the taps' spacing along the row
+  /** Taps per reduction chunk a tile may take (GemmTiles::kt, key "kt"), ascending, the last
+   * all of them (a kernel row, a depth slice, all); empty where the schedule has no chunked form.
+   * k_bytes: the weight bytes one tap holds per channel block (every output channel's row). */
+  std::vector<int> chunk_taps;
+  int64_t k_bytes = 0;
 };
 
 /** Whether a tile of t.qt x t.ct with `taps` row taps per step fits the target's registers: the
  * accumulators, every tap's weight rows and a broadcast or two in flight. */
 bool row_taps_fit(const GemmTiles& t, int taps, const Halide::Target& target);
+
+/** Whether t splits the reduction into chunks of t.kt taps. */
+bool chunked(const GemmShape& s, const GemmTiles& t);
 
 /** The schedule's own choice, then the knob's override (only without a variant), then the
  * fields `variant` sets (UserError when ct does not divide the blocks or qt exceeds the row). */
@@ -55,7 +68,8 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant);
 
 /** "qt=..,ct=.." (and ",pair=.." where the shape has a pair form, ",kwt=.." where it has row
  * taps) */
-std::string gemm_key(const GemmTiles& t, bool pairs = false, bool row_taps = false);
+std::string gemm_key(const GemmTiles& t, bool pairs = false, bool row_taps = false,
+                     bool chunks = false);
 
 /** "" (the own choice) first, then per CT (a divisor of the blocks up to 4; those keeping a tile
  * inside one real group first) the widest tile without spills on the target, 3/4 and 1/2 of it,
@@ -65,7 +79,7 @@ std::vector<std::string> gemm_candidates(const GemmShape& s);
 /** "[qt=..,ct=..] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products",
  * ", row taps unrolled") */
 std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs = false,
-                               bool row_taps = false);
+                               bool row_taps = false, bool chunks = false);
 
 /** A schedule whose tiles come from a GEMM tile space: it always applies; its candidates and its
  * estimate follow from shape() and the cost of given tiles. */

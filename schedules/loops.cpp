@@ -27,28 +27,27 @@ void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct) {
 }
 
 void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, const Var& pos,
-                   const Var& blk, const RDom& r, bool pairs, bool kw_inside) {
+                   const Var& blk, const std::vector<RVar>& r, bool pairs, bool kw_inside) {
   acc.compute_at(LoopLevel(owner, at)).vectorize(c0).unroll(pos).unroll(blk);
-  if (pairs) {
-    acc.update()
-        .reorder(r[0], c0, pos, blk, r[1], r[2], r[3], r[4])
-        .atomic()
-        .vectorize(r[0])
-        .vectorize(c0)
-        .unroll(pos)
-        .unroll(blk);
-    return;
-  }
-  if (kw_inside) {
-    acc.update()
-        .reorder(c0, pos, blk, r[1], r[0], r[2], r[3])
-        .vectorize(c0)
-        .unroll(pos)
-        .unroll(blk)
-        .unroll(r[1]);
-    return;
-  }
-  acc.update().reorder(c0, pos, blk, r[0], r[1], r[2], r[3]).vectorize(c0).unroll(pos).unroll(blk);
+  // The order of the update's loops, innermost first: the tile, then r in its order (pairs: the
+  // pair index inside the tile, vectorized; kw_inside: the tap along the row before the rest).
+  std::vector<VarOrRVar> order;
+  if (pairs) order.push_back(r.at(0));
+  for (const VarOrRVar& v : {VarOrRVar(c0), VarOrRVar(pos), VarOrRVar(blk)}) order.push_back(v);
+  if (kw_inside) order.push_back(r.at(1));
+  for (size_t i = pairs ? 1 : 0; i < r.size(); ++i)
+    if (!(kw_inside && i == 1)) order.push_back(r[i]);
+  Stage s = acc.update();
+  s.reorder(order);
+  if (pairs) s.atomic().vectorize(r[0]);
+  s.vectorize(c0).unroll(pos).unroll(blk);
+  if (kw_inside) s.unroll(r[1]);
+}
+
+std::vector<RVar> rvars(const RDom& r) {
+  std::vector<RVar> v;
+  for (int i = 0; i < r.dimensions(); ++i) v.push_back(r[i]);
+  return v;
 }
 
 RVar scatter_tiles(ops::DxAlgorithm& a, int qt, int ct) {

@@ -31,7 +31,9 @@ void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct);
  * unrolled inside n, so a broadcast serves every tap of its window. */
 void register_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar& at,
                    const Halide::Var& c0, const Halide::Var& pos, const Halide::Var& blk,
-                   const Halide::RDom& r, bool pairs = false, bool kw_inside = false);
+                   const std::vector<Halide::RVar>& r, bool pairs = false, bool kw_inside = false);
+/** The RVars of `r`, innermost first (what register_tile takes). */
+std::vector<Halide::RVar> rvars(const Halide::RDom& r);
 
 /** A strided dX's scatter form (DxAlgorithm::use_scatter) in tiles of `qt` phase positions x
  * `ct` input blocks: each tile is stored straight to its 6HD places (every sw-th 64-byte line)

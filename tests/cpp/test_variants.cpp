@@ -81,6 +81,8 @@ class VariantTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
 
 void check_dw(int ci, DType dtype, const std::string& schedule);
 void check_dx(int ci, DType dtype, const std::string& schedule);
+void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint32_t seed,
+                   bool padding_zero, const std::vector<std::string>& extra = {});
 
 TEST_P(VariantTest, DwTiledMatchesReference) {
   const auto& [ci, dtype] = GetParam();
@@ -107,13 +109,20 @@ void check_dw(int ci, DType dtype, const std::string& schedule) {
 
 TEST_P(VariantTest, DxTiledMatchesReference) {
   const auto& [ci, dtype] = GetParam();
-  check_dx(ci, dtype, "dx_tiled");
+  const Case& c = kCases[ci];
+  // Reduction chunks by kernel rows and by depth slices (offered only where a block's weights
+  // exceed the L1; valid on every unit-stride case): qt=2 leaves a ragged tile on odd rows.
+  std::vector<std::string> chunks;
+  if (c.s[0] * c.s[1] * c.s[2] == 1)
+    chunks = {"qt=2,ct=1,kwt=1,kt=" + std::to_string(c.k[2]),
+              "qt=3,ct=1,kwt=" + std::to_string(c.k[2]) + ",kt=" + std::to_string(c.k[1] * c.k[2])};
+  check_dx_case(c, dtype, "dx_tiled", 7 + ci, false, chunks);
 }
 
 /** Every variant of dX `schedule` on case `c` against the float64 reference; padding_zero: the
  * 6HD padding lanes must be 0 (packing the result again reproduces it). */
 void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint32_t seed,
-                   bool padding_zero, const std::vector<std::string>& extra = {}) {
+                   bool padding_zero, const std::vector<std::string>& extra) {
   const ConvGeometry g = geometry(c);
   auto w = random_eighths(numel(w_dims(g)), seed);
   auto dy = random_eighths(numel(y_dims(g)), 300 + seed);
@@ -182,8 +191,7 @@ TEST(Variants, DxTiledRowTaps) {
   const auto keys = schedule_candidates(plain, "dx_tiled");
   ASSERT_GE(keys.size(), 3u);
   EXPECT_EQ(keys[0], "");  // the own choice, then the same tile one tap at a time
-  ASSERT_GE(keys[1].size(), 6u);
-  EXPECT_EQ(keys[1].substr(keys[1].size() - 6), ",kwt=1") << keys[1];
+  EXPECT_NE(keys[1].find(",kwt=1,"), std::string::npos) << keys[1];
   // Which tiles can hold every tap's weight rows depends on the target's registers: compile
   // the row-taps candidate this machine offers, not one fixed tile.
   const auto row_taps = std::find_if(keys.begin() + 2, keys.end(), [](const std::string& k) {
@@ -196,6 +204,39 @@ TEST(Variants, DxTiledRowTaps) {
     EXPECT_THROW(compile(plain, CompileOptions{"dx_tiled", v}), UserError) << v;
   EXPECT_THROW(compile(strided, CompileOptions{"dx_tiled", "qt=4,ct=1,kwt=3"}), UserError);
   EXPECT_EQ(compile(plain, CompileOptions{"dx_tiled", *row_taps})->variant(), *row_taps);
+}
+
+// dx_tiled's reduction chunks: a unit-stride case whose weights exceed the L1 (48 output
+// channels x 27 taps x 64 bytes per block) chunks by default and lists the unchunked tile too;
+// kt must be a kernel row's, a depth slice's or all taps; a strided case has no kt key.
+TEST(Variants, DxTiledChunks) {
+  auto problem = [](const Case& c) {
+    const ConvGeometry g = geometry(c);
+    return make_backprop_input_problem(shape_fz3d(w_dims(g), c.groups), DType::kFloat32,
+                                       shape_6hd(y_dims(g)), DType::kFloat32,
+                                       {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                       {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+  };
+  const Problem plain = problem(kCases[0]), strided = problem(kCases[1]);
+  const auto keys = schedule_candidates(plain, "dx_tiled");
+  const auto has = [&](const char* part) {
+    return std::count_if(keys.begin(), keys.end(), [&](const std::string& k) {
+      return k.find(part) != std::string::npos;
+    });
+  };
+  EXPECT_GE(has(",kt=27"), 1) << "the unchunked tile";
+  EXPECT_GE(has(",kt=3") + has(",kt=9"), 1) << "chunked tiles";
+  for (const auto& k : schedule_candidates(strided, "dx_tiled"))
+    EXPECT_EQ(k.find("kt="), std::string::npos) << k;
+  for (const char* v : {"qt=2,ct=1,kwt=1,kt=4", "qt=2,ct=1,kwt=1,kt=0", "qt=2,ct=1,kwt=1,kt=54"})
+    EXPECT_THROW(compile(plain, CompileOptions{"dx_tiled", v}), UserError) << v;
+  EXPECT_THROW(compile(strided, CompileOptions{"dx_tiled", "qt=2,ct=1,kt=3"}), UserError);
+  try {
+    compile(plain, CompileOptions{"dx_tiled", "qt=2,ct=1,kwt=1,kt=4"});
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("kt must be the taps of a kernel row (3)"), std::string::npos)
+        << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, VariantTest,
