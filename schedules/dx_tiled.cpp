@@ -111,18 +111,24 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
   const GemmShape s = shape_for(p, ctx);
   if (chunked(s, t)) {
-    // Chunks of kt taps: a visit runs one chunk of one tile. What it brings into L1 is its dy
-    // window (the chunk's rows) and its share of the chunk's weights, which the row's tiles
-    // read from L1 in turn; it then adds its partial sums to the row in L1 (a load and a store
-    // per accumulator vector, what evaluate charges a visit for its accumulators). Each row is
-    // zeroed and copied out once.
+    // Chunks of kt taps: a visit runs one chunk of one tile, reading the chunk's dy window and
+    // weights. Weights within what a visit may hold in L1 (own_kt's budget) stay there for the
+    // row's next tiles (each visit brings in its share); larger ones stream per visit, but from
+    // the level the row's pass
+    // over one chunk (its weights and dy rows) fits, not the whole reduction's: b_c3d dX on a
+    // Zen 3, [qt=2,ct=2] in depth slices (147 KB of weights) 556-567 ms against 630 unchunked
+    // (442 KB of weights and 267 KB of dy rows, past the L2). The visit then adds its partial
+    // sums to the row in L1 (a load and a store per accumulator vector, what evaluate charges a
+    // visit for its accumulators); each row is zeroed and copied out once.
     const double chunks = double(s.chunk_taps.back()) / t.kt;
-    const double row_tiles = double(ceil_div(phase_extent(p, 2), t.qt));
+    const double w_chunk = w_bytes / chunks;
+    const bool resident = w_chunk <= Machine::of(ctx.target).l1_visit_bytes();
     n.visits *= chunks;
     n.steps_per_visit /= chunks;
-    n.visit_bytes = (w_bytes / row_tiles + dy_bytes) / chunks;
-    n.visit_footprint = int64_t((w_bytes + dy_bytes) / chunks);
-    n.chunk_footprint = int64_t(w_bytes / chunks) +
+    n.visit_bytes = dy_bytes / chunks +
+                    (resident ? w_chunk / double(ceil_div(phase_extent(p, 2), t.qt)) : w_chunk);
+    n.visit_footprint = int64_t(w_chunk + dy_bytes / chunks);
+    n.chunk_footprint = int64_t(w_chunk) +
                         int64_t(dx_dy_rows(p) / chunks * g.out[2] * gd.cout_g * 4 * gd.real_g);
     n.pass_ops = 2.0 * dx_elems(p) / Machine::of(ctx.target).lanes;
   }

@@ -28,17 +28,18 @@ int own_kwt(const GemmShape& s, const GemmTiles& t) {
 }
 
 /** The taps per reduction chunk a tile takes by default: all of them (no chunks) where one channel
- * block's weights fit the L1, else the most whose weights fit half of it (the rest holds the dy
- * lines and the row of partial sums), at least a kernel row. AVX2 dX on a Zen 3 (1 thread,
- * [qt=2,ct=2] in rows of taps against the unchunked own tile): b_c3d 575 against 680 ms (128
- * output channels: 221 KB of weights per block), c2 78 against 88, c1 159 against 172, f 20.6
- * against 24-30; e1 (27 KB) ran 5% slower in chunks. */
+ * block's weights fit the L1, else the most whose weights a visit may hold in L1
+ * (Machine::l1_visit_bytes: the rest holds the dy lines and the row of partial sums), at least a
+ * kernel row. AVX2 dX on a Zen 3 (1 thread, [qt=2,ct=2] in rows of taps against the unchunked
+ * own tile): b_c3d 575 against 680 ms (128 output channels: 221 KB of weights per block), c2 78
+ * against 88, c1 159 against 172, f 20.6 against 24-30; e1 (27 KB) ran 5% slower in chunks. */
 int own_kt(const GemmShape& s, const GemmTiles& t) {
   if (s.chunk_taps.empty()) return 0;
-  const int64_t l1 = Machine::of(s.target).l1, block = s.k_bytes * t.ct;
-  if (t.pair != 1 || s.chunk_taps.back() * block <= l1) return s.chunk_taps.back();
+  const Machine m = Machine::of(s.target);
+  const int64_t block = s.k_bytes * t.ct;
+  if (t.pair != 1 || s.chunk_taps.back() * block <= m.l1) return s.chunk_taps.back();
   for (auto it = s.chunk_taps.rbegin(); it != s.chunk_taps.rend(); ++it)
-    if (*it * block <= l1 / 2) return *it;
+    if (*it * block <= m.l1_visit_bytes()) return *it;
   return s.chunk_taps.front();
 }
 
