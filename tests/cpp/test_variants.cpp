@@ -54,6 +54,14 @@ std::vector<uint8_t> to_fz3d(const std::vector<double>& v, const Dims5& d, int64
   return out;
 }
 
+/** The dX problem of case `c` with `dtype` operands. */
+Problem dx_problem(const Case& c, DType dtype) {
+  const ConvGeometry g = geometry(c);
+  return make_backprop_input_problem(shape_fz3d(w_dims(g), c.groups), dtype, shape_6hd(y_dims(g)),
+                                     dtype, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
+                                     {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+}
+
 /** Runs every variant of `schedule` for `p` on `inputs`, and `extra` (valid variants the
  * target does not offer as candidates); `unpack` turns the fp32 output into the reference's
  * layout. Returns how many variants ran. */
@@ -127,9 +135,7 @@ void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint
   auto w = random_eighths(numel(w_dims(g)), seed);
   auto dy = random_eighths(numel(y_dims(g)), 300 + seed);
   const auto fz = to_fz3d(w, w_dims(g), c.groups, dtype), y6 = to_6hd(dy, y_dims(g), dtype);
-  Problem p = make_backprop_input_problem(shape_fz3d(w_dims(g), c.groups), dtype, shape_6hd(y_dims(g)),
-                                          dtype, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
-                                          {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
+  const Problem p = dx_problem(c, dtype);
   const Dims5 xd = x_dims(g);
   check_variants(p, schedule, {fz.data(), y6.data()}, test::ref_dx(g, w, dy),
                  [&](const std::vector<float>& out) {
@@ -180,14 +186,8 @@ TEST_P(VariantTest, FwdTiledMatchesReference) {
 // same tile one tap at a time (both checked against the reference by DxTiledMatchesReference);
 // a strided one has no kwt key, and kwt must be 1 or the row's taps.
 TEST(Variants, DxTiledRowTaps) {
-  auto problem = [](const Case& c) {
-    const ConvGeometry g = geometry(c);
-    return make_backprop_input_problem(shape_fz3d(w_dims(g), c.groups), DType::kFloat32,
-                                       shape_6hd(y_dims(g)), DType::kFloat32,
-                                       {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
-                                       {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
-  };
-  const Problem plain = problem(kCases[0]), strided = problem(kCases[1]);
+  const Problem plain = dx_problem(kCases[0], DType::kFloat32);
+  const Problem strided = dx_problem(kCases[1], DType::kFloat32);
   const auto keys = schedule_candidates(plain, "dx_tiled");
   ASSERT_GE(keys.size(), 3u);
   EXPECT_EQ(keys[0], "");  // the own choice, then the same tile one tap at a time
@@ -210,14 +210,8 @@ TEST(Variants, DxTiledRowTaps) {
 // channels x 27 taps x 64 bytes per block) chunks by default and lists the unchunked tile too;
 // kt must be a kernel row's, a depth slice's or all taps; a strided case has no kt key.
 TEST(Variants, DxTiledChunks) {
-  auto problem = [](const Case& c) {
-    const ConvGeometry g = geometry(c);
-    return make_backprop_input_problem(shape_fz3d(w_dims(g), c.groups), DType::kFloat32,
-                                       shape_6hd(y_dims(g)), DType::kFloat32,
-                                       {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
-                                       {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
-  };
-  const Problem plain = problem(kCases[0]), strided = problem(kCases[1]);
+  const Problem plain = dx_problem(kCases[0], DType::kFloat32);
+  const Problem strided = dx_problem(kCases[1], DType::kFloat32);
   const auto keys = schedule_candidates(plain, "dx_tiled");
   const auto has = [&](const char* part) {
     return std::count_if(keys.begin(), keys.end(), [&](const std::string& k) {
