@@ -58,7 +58,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   n.threads = ctx.threads;
   // Per step (one output channel of one tap): ct weight vectors, qt dy broadcasts per real
   // group the tile's ct blocks span (each group reduces over its own dy channels).
-  const int spanned = gd.cin1_g >= t.ct ? 1 : (int)ceil_div(t.ct, gd.cin1_g);
+  const int spanned = spanned_groups(gd.cin1_g, t.ct);
   // Pair tiles keep every position's broadcast live (gemm_tile.cpp, max_qt).
   n.tile = {double(t.qt * t.ct), double(t.qt * spanned + t.ct), t.qt * t.ct,
             t.pair == 2 ? t.qt + std::min(t.ct, 2) : t.ct + spanned, 0,
@@ -76,14 +76,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
     n.tile.fmas = double(t.qt * t.ct * kw);
     n.tile.loads = double(t.ct * kw) + window;
     n.tile.broadcasts = window;
-    // Live beside the accumulators: with 32 registers every tap's weight rows and two
-    // broadcasts. With AVX2's two ymm per block LLVM loads a tap's rows right before its FMAs
-    // and keeps the window's broadcasts (each serves every tap) instead: c2 dX on a Zen 3,
-    // [qt=4,ct=1,kwt=3] holds 8 accumulators, 2 weight and 6 broadcast ymm, without a spill
-    // (perf annotate), and measured 1.1-1.4x faster than the own 6-position tile on c2 and e1.
-    const int vw = vectors_per_c0(ctx.target);
-    n.tile.operands = vw > 1 ? (int)ceil_div(int64_t(t.ct * vw) + int64_t(window), vw)
-                             : t.ct * kw + 2;
+    // Live beside the accumulators: row_taps_operands (the count the tile choice uses).
+    n.tile.operands = row_taps_operands(t, kw, (int)g.dilation[2], spanned, ctx.target);
     n.steps_per_visit /= kw;
   }
   const int64_t rows = g.n * phase_extent(p, 0) * g.stride[0] * phase_extent(p, 1) * g.stride[1];

@@ -22,9 +22,13 @@ TileSpace space_of(const GemmShape& s) {
   return TileSpace(s.schedule, {"qt", "ct", "pair", "kwt", "kt"}, s.knob, 2);
 }
 
+bool fits(const GemmShape& s, const GemmTiles& t) {
+  return row_taps_fit(t, s.row_taps, s.row_dilation, spanned_groups(s.group_blocks, t.ct), s.target);
+}
+
 /** The row taps a tile takes per step by default: all wherever the shape has them and they fit. */
 int own_kwt(const GemmShape& s, const GemmTiles& t) {
-  return s.row_taps > 1 && t.pair == 1 && row_taps_fit(t, s.row_taps, s.target) ? s.row_taps : 1;
+  return s.row_taps > 1 && t.pair == 1 && fits(s, t) ? s.row_taps : 1;
 }
 
 /** The taps per reduction chunk a tile takes by default: all of them (no chunks) where one channel
@@ -53,9 +57,19 @@ bool chunked(const GemmShape& s, const GemmTiles& t) {
   return !s.chunk_taps.empty() && t.kt < s.chunk_taps.back();
 }
 
-bool row_taps_fit(const GemmTiles& t, int taps, const Halide::Target& target) {
-  const int w = vectors_per_c0(target);
-  return (t.qt * t.ct + t.ct * taps) * w + 2 <= vector_registers(target);
+int row_taps_operands(const GemmTiles& t, int taps, int dilation, int spanned,
+                      const Halide::Target& target) {
+  const int vw = vectors_per_c0(target);
+  if (vw == 1) return t.ct * taps + 2;
+  const int window = (t.qt + (taps - 1) * dilation) * spanned;
+  return (t.ct * vw + window + vw - 1) / vw;
+}
+
+bool row_taps_fit(const GemmTiles& t, int taps, int dilation, int spanned,
+                  const Halide::Target& target) {
+  return (t.qt * t.ct + row_taps_operands(t, taps, dilation, spanned, target)) *
+             vectors_per_c0(target) <=
+         vector_registers(target);
 }
 
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
@@ -84,7 +98,7 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
                     ") and qt be at most " + s.row_name + " (" + std::to_string(s.row) + ")");
   t.kwt = asked.count("kwt") ? asked.at("kwt") : own_kwt(s, t);
   space.require(t.kwt == 1 || (t.kwt == s.row_taps && t.pair == 1 &&
-                               row_taps_fit(t, s.row_taps, s.target)),
+                               fits(s, t)),
                 variant,
                 "kwt must be 1, or the row's taps (" + std::to_string(s.row_taps) +
                     ") for fp32 tiles of a unit-stride row whose accumulators and weight rows of "

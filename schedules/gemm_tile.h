@@ -55,9 +55,24 @@ struct GemmShape {
   int64_t k_bytes = 0;
 };
 
-/** Whether a tile of t.qt x t.ct with `taps` row taps per step fits the target's registers: the
- * accumulators, every tap's weight rows and a broadcast or two in flight. */
-bool row_taps_fit(const GemmTiles& t, int taps, const Halide::Target& target);
+/** The vector registers (in 16-lane units) a tile of t.qt x t.ct with `taps` row taps per step,
+ * `dilation` apart, keeps live beside its accumulators, for tiles whose ct blocks span `spanned`
+ * real groups (each its own dy broadcasts). With 32 registers: every tap's weight rows and two
+ * broadcasts in flight. With AVX2's two ymm per 16 lanes LLVM loads a tap's weight rows right
+ * before its FMAs and keeps the window's broadcasts live instead (each serves every tap): c2 dX on
+ * a Zen 3, [qt=4,ct=1,kwt=3] holds 8 accumulators, 2 weight and 6 broadcast ymm without a spill
+ * (perf annotate). The one count both the tile choice and the estimate use. */
+int row_taps_operands(const GemmTiles& t, int taps, int dilation, int spanned,
+                      const Halide::Target& target);
+
+/** Whether that tile's accumulators and row_taps_operands fit the target's registers. */
+bool row_taps_fit(const GemmTiles& t, int taps, int dilation, int spanned,
+                  const Halide::Target& target);
+
+/** The real groups a tile of ct blocks spans where a group has `group_blocks` blocks. */
+inline int spanned_groups(int64_t group_blocks, int ct) {
+  return group_blocks >= ct ? 1 : (int)((ct + group_blocks - 1) / group_blocks);
+}
 
 /** Whether t splits the reduction into chunks of t.kt taps. */
 bool chunked(const GemmShape& s, const GemmTiles& t);
