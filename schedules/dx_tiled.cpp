@@ -23,10 +23,11 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
   std::string name() const override { return "dx_tiled"; }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const GemmShape s = shape_for(p, ctx);
-    return describe_gemm_tile(tiles(p, ctx), "w", pairs(p), s.row_taps > 1, !s.chunk_taps.empty()) +
-           (chunked(s, tiles(p, ctx)) ? "reduction in chunks of " + std::to_string(tiles(p, ctx).kt) +
-                                            " taps, row of partial sums in L1, "
-                                      : "") +
+    const GemmTiles t = tiles(p, ctx);
+    return describe_gemm_tile(t, "w", pairs(p), s.row_taps > 1, !s.chunk_taps.empty()) +
+           (chunked(s, t) ? "reduction in chunks of " + std::to_string(t.kt) +
+                                " taps, row of partial sums in L1, "
+                          : "") +
            (is_strided(p) ? "stride-phase frame, " : "") +
            std::to_string(ctx.threads) + " threads";
   }
@@ -36,8 +37,8 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
   GemmShape shape(const Problem& p) const override {
     GemmShape s{"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
                 p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
-    // Unit strides: no phase predicate in the reduction, the kw taps unroll straight.
-    // and the reduction chunks by kernel rows or depth slices (GemmTiles::kt).
+    // Unit strides: no phase predicate in the reduction, so the kw taps unroll straight and the
+    // reduction chunks by kernel rows or depth slices (GemmTiles::kt).
     if (!is_strided(p)) {
       const int kw = (int)p.geo.kernel[2], kh = (int)p.geo.kernel[1], kd = (int)p.geo.kernel[0];
       s.row_taps = kw, s.row_dilation = (int)p.geo.dilation[2];
@@ -108,12 +109,12 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
     // Chunks of kt taps: a visit runs one chunk of one tile, reading the chunk's dy window and
     // weights. Weights within what a visit may hold in L1 (own_kt's budget) stay there for the
     // row's next tiles (each visit brings in its share); larger ones stream per visit, but from
-    // the level the row's pass
-    // over one chunk (its weights and dy rows) fits, not the whole reduction's: b_c3d dX on a
-    // Zen 3, [qt=2,ct=2] in depth slices (147 KB of weights) 556-567 ms against 630 unchunked
-    // (442 KB of weights and 267 KB of dy rows, past the L2). The visit then adds its partial
-    // sums to the row in L1 (a load and a store per accumulator vector, what evaluate charges a
-    // visit for its accumulators); each row is zeroed and copied out once.
+    // the level the row's pass over one chunk (its weights and dy rows) fits, not the whole
+    // reduction's: b_c3d dX on a Zen 3, [qt=2,ct=2] in depth slices (147 KB of weights) 556-567
+    // ms against 630 unchunked (442 KB of weights and 267 KB of dy rows, past the L2). The
+    // visit then adds its partial sums to the row in L1 (a load and a store per accumulator
+    // vector, what evaluate charges a visit for its accumulators); each row is zeroed and
+    // copied out once.
     const double chunks = double(s.chunk_taps.back()) / t.kt;
     const double w_chunk = w_bytes / chunks;
     const bool resident = w_chunk <= Machine::of(ctx.target).l1_visit_bytes();
