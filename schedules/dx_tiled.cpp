@@ -22,13 +22,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_tiled"; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    const GemmShape s = shape_for(p, ctx);
-    const GemmTiles t = tiles(p, ctx);
-    return describe_gemm_tile(t, "w", pairs(p), s.row_taps > 1, !s.chunk_taps.empty()) +
-           (chunked(s, t) ? "reduction in chunks of " + std::to_string(t.kt) +
-                                " taps, row of partial sums in L1, "
-                          : "") +
-           (is_strided(p) ? "stride-phase frame, " : "") +
+    return describe_tiles(p, ctx, "w") + (is_strided(p) ? "stride-phase frame, " : "") +
            std::to_string(ctx.threads) + " threads";
   }
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -48,11 +42,14 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
     }
     return s;
   }
-  Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const override;
+  Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmShape& s,
+                          const GemmTiles& t) const override;
   bool pairs(const Problem& p) const override { return ops::bf16_pairs(p); }
 };
 
-Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const {
+Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const GemmShape& s,
+                                 const GemmTiles& t) const {
+  const Machine m = Machine::of(ctx.target);
   const ConvGeometry& g = p.geo;
   const GroupDict& gd = p.group;
   LoopNest n;
@@ -94,8 +91,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // The tiles along a row (wo innermost) share their ct blocks' weights: what they stream
   // together is those weights and the row's dy rows (not every block's weights: the next ct
   // blocks come once per row).
-  n.chunk_footprint = int64_t(w_bytes) +
-                      dx_dy_rows(p) * g.out[2] * gd.cout_g * 4 * gd.real_g;
+  const double dy_rows_bytes = double(dx_dy_rows(p)) * g.out[2] * gd.cout_g * 4 * gd.real_g;
+  n.chunk_footprint = int64_t(w_bytes + dy_rows_bytes);
   n.units = g.n * phase_extent(p, 0) * g.stride[0];
   // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach); the tiles
   // store dX in place, but a ragged phase frame is gathered into 6HD per depth slice (from
@@ -104,7 +101,6 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
   n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
-  const GemmShape s = shape_for(p, ctx);
   if (chunked(s, t)) {
     // Chunks of kt taps: a visit runs one chunk of one tile, reading the chunk's dy window and
     // weights. Weights within what a visit may hold in L1 (own_kt's budget) stay there for the
@@ -117,22 +113,22 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
     // copied out once.
     const double chunks = double(s.chunk_taps.back()) / t.kt;
     const double w_chunk = w_bytes / chunks;
-    const bool resident = w_chunk <= Machine::of(ctx.target).l1_visit_bytes();
+    const bool resident = w_chunk <= m.l1_visit_bytes();
     n.visits *= chunks;
     n.steps_per_visit /= chunks;
     n.visit_bytes = dy_bytes / chunks +
                     (resident ? w_chunk / double(ceil_div(phase_extent(p, 2), t.qt)) : w_chunk);
     n.visit_footprint = int64_t(w_chunk + dy_bytes / chunks);
-    n.chunk_footprint = int64_t(w_chunk) +
-                        int64_t(dx_dy_rows(p) / chunks * g.out[2] * gd.cout_g * 4 * gd.real_g);
-    n.pass_ops = 2.0 * dx_elems(p) / Machine::of(ctx.target).lanes;
+    n.chunk_footprint = int64_t(w_chunk + dy_rows_bytes / chunks);
+    n.pass_ops = 2.0 * dx_elems(p) / m.lanes;
   }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
-  return evaluate(n, Machine::of(ctx.target));
+  return evaluate(n, m);
 }
 
 void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const {
-  const GemmTiles t = tiles(p, ctx);
+  const GemmShape s = shape_for(p, ctx);
+  const GemmTiles t = choose_gemm_tiles(s, ctx.variant);
   const Var c0 = a.c0, qw = a.qw, c1 = a.c1, b = a.b;
   Func acc = a.acc;
   if (t.pair == 2) {
@@ -169,7 +165,6 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
     register_tile(acc, a.dxp, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
     return;
   }
-  const GemmShape s = shape_for(p, ctx);
   if (chunked(s, t)) {
     // Reduction chunks (one kernel row, or one depth slice, of taps): acc holds the row of ct
     // blocks in L1; for each chunk every tile of the row computes its partial sums in registers

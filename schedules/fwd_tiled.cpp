@@ -43,7 +43,7 @@ class FwdTiled final : public GemmTiledSchedule<ops::FwdAlgorithm> {
   std::string name() const override { return "fwd_tiled"; }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const std::string bytes = std::to_string(staged_x_bytes(p));
-    return describe_gemm_tile(tiles(p, ctx), "wo") +
+    return describe_tiles(p, ctx, "wo") +
            (stage_x(p) ? "padded fp32 x staged (" + bytes + " bytes)"
                        : "x read in place (padded box of " + bytes + " bytes too sparse to stage)") +
            ", " + std::to_string(ctx.threads) + " threads over rows";
@@ -55,10 +55,12 @@ class FwdTiled final : public GemmTiledSchedule<ops::FwdAlgorithm> {
     return {"fwd_tiled", "TBEX_FWD_TILE", p.geo.out[2], "Wo", fwd_blocks(p), "the channel blocks",
             fwd_blocks(p), /*cover_row=*/true, 8};
   }
-  Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const override;
+  Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmShape& s,
+                          const GemmTiles& t) const override;
 };
 
-Estimate FwdTiled::estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const {
+Estimate FwdTiled::estimate_tiles(const Problem& p, const Context& ctx, const GemmShape&,
+                                  const GemmTiles& t) const {
   const ConvGeometry& g = p.geo;
   LoopNest n;
   n.threads = ctx.threads;

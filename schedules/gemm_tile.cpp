@@ -22,8 +22,12 @@ TileSpace space_of(const GemmShape& s) {
   return TileSpace(s.schedule, {"qt", "ct", "pair", "kwt", "kt"}, s.knob, 2);
 }
 
+/** Whether t's accumulators and its row_taps_operands for s's row taps fit the registers. */
 bool fits(const GemmShape& s, const GemmTiles& t) {
-  return row_taps_fit(t, s.row_taps, s.row_dilation, spanned_groups(s.group_blocks, t.ct), s.target);
+  const int spanned = spanned_groups(s.group_blocks, t.ct);
+  return (t.qt * t.ct + row_taps_operands(t, s.row_taps, s.row_dilation, spanned, s.target)) *
+             vectors_per_c0(s.target) <=
+         vector_registers(s.target);
 }
 
 /** The row taps a tile takes per step by default: all wherever the shape has them and they fit. */
@@ -65,13 +69,6 @@ int row_taps_operands(const GemmTiles& t, int taps, int dilation, int spanned,
   return (t.ct * vw + window + vw - 1) / vw;
 }
 
-bool row_taps_fit(const GemmTiles& t, int taps, int dilation, int spanned,
-                  const Halide::Target& target) {
-  return (t.qt * t.ct + row_taps_operands(t, taps, dilation, spanned, target)) *
-             vectors_per_c0(target) <=
-         vector_registers(target);
-}
-
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
   const TileSpace space = space_of(s);
   GemmTiles t;
@@ -101,8 +98,8 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
                                fits(s, t)),
                 variant,
                 "kwt must be 1, or the row's taps (" + std::to_string(s.row_taps) +
-                    ") for fp32 tiles of a unit-stride row whose accumulators and weight rows of "
-                    "every tap fit the registers");
+                    ") for fp32 tiles of a unit-stride row whose accumulators and operands fit "
+                    "the registers");
   t.kt = asked.count("kt") ? asked.at("kt") : own_kt(s, t);
   const auto& kts = s.chunk_taps;
   space.require(kts.empty() ? !asked.count("kt")
@@ -115,17 +112,16 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
   return t;
 }
 
-std::string gemm_key(const GemmTiles& t, bool pairs, bool row_taps, bool chunks) {
+std::string gemm_key(const GemmTiles& t, const GemmShape& s) {
   return "qt=" + std::to_string(t.qt) + ",ct=" + std::to_string(t.ct) +
-         (pairs ? ",pair=" + std::to_string(t.pair) : "") +
-         (row_taps ? ",kwt=" + std::to_string(t.kwt) : "") +
-         (chunks ? ",kt=" + std::to_string(t.kt) : "");
+         (s.pairs ? ",pair=" + std::to_string(t.pair) : "") +
+         (s.row_taps > 1 ? ",kwt=" + std::to_string(t.kwt) : "") +
+         (!s.chunk_taps.empty() ? ",kt=" + std::to_string(t.kt) : "");
 }
 
 std::vector<std::string> gemm_candidates(const GemmShape& s) {
   const int64_t ext = s.row;
-  const bool taps = s.row_taps > 1, chunks = !s.chunk_taps.empty();
-  const auto key = [&](const GemmTiles& t) { return gemm_key(t, s.pairs, taps, chunks); };
+  const auto key = [&](const GemmTiles& t) { return gemm_key(t, s); };
   const GemmTiles own = choose_gemm_tiles(s, "");
   std::vector<std::string> keys{key(own)};
   // The own tile one tap at a time and in one chunk: the measured tuner compares them.
@@ -161,12 +157,14 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
   return TileSpace::candidates(keys, s.cap);
 }
 
-std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs, bool row_taps,
-                               bool chunks) {
-  return "[" + gemm_key(t, pairs, row_taps, chunks) + "] register tile 16c0 x " +
-         std::to_string(t.ct) + "c1 x " + std::to_string(t.qt) + pos +
-         (t.pair == 2 ? ", bf16 pair dot products" : "") +
-         (t.kwt > 1 ? ", row taps unrolled" : "") + ", ";
+std::string describe_gemm_tile(const GemmTiles& t, const GemmShape& s, const char* pos) {
+  return "[" + gemm_key(t, s) + "] register tile 16c0 x " + std::to_string(t.ct) + "c1 x " +
+         std::to_string(t.qt) + pos + (t.pair == 2 ? ", bf16 pair dot products" : "") +
+         (t.kwt > 1 ? ", row taps unrolled" : "") +
+         (chunked(s, t) ? ", reduction in chunks of " + std::to_string(t.kt) +
+                              " taps, row of partial sums in L1"
+                        : "") +
+         ", ";
 }
 
 }  // namespace tbex::sched

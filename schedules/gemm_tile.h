@@ -19,8 +19,8 @@ struct GemmTiles {
   /** Taps along the row per reduction step: 1, or all of them (GemmShape::row_taps) unrolled
    * inside each step, so a value broadcast for one position feeds its FMA for every tap whose
    * window covers it (qt + taps - 1 broadcasts for qt * taps FMAs, where one tap at a time
-   * loads one per FMA: the load ports, not the FMA pipes, bounded those tiles). Every tap's
-   * weight rows stay live. */
+   * loads one per FMA: the load ports, not the FMA pipes, bounded those tiles). What stays live
+   * beside the accumulators: row_taps_operands. */
   int kwt = 1;
   /** Taps per reduction chunk (one of GemmShape::chunk_taps; all of them: no chunks). With
    * chunks, acc keeps the row's tiles in L1 and the tiles of a row run chunk by chunk, each
@@ -65,10 +65,6 @@ struct GemmShape {
 int row_taps_operands(const GemmTiles& t, int taps, int dilation, int spanned,
                       const Halide::Target& target);
 
-/** Whether that tile's accumulators and row_taps_operands fit the target's registers. */
-bool row_taps_fit(const GemmTiles& t, int taps, int dilation, int spanned,
-                  const Halide::Target& target);
-
 /** The real groups a tile of ct blocks spans where a group has `group_blocks` blocks. */
 inline int spanned_groups(int64_t group_blocks, int ct) {
   return group_blocks >= ct ? 1 : (int)((ct + group_blocks - 1) / group_blocks);
@@ -81,20 +77,18 @@ bool chunked(const GemmShape& s, const GemmTiles& t);
  * fields `variant` sets (UserError when ct does not divide the blocks or qt exceeds the row). */
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant);
 
-/** "qt=..,ct=.." (and ",pair=.." where the shape has a pair form, ",kwt=.." where it has row
- * taps) */
-std::string gemm_key(const GemmTiles& t, bool pairs = false, bool row_taps = false,
-                     bool chunks = false);
+/** "qt=..,ct=.." (and ",pair=.." where s has a pair form, ",kwt=.." where it has row taps,
+ * ",kt=.." where it has reduction chunks) */
+std::string gemm_key(const GemmTiles& t, const GemmShape& s);
 
 /** "" (the own choice) first, then per CT (a divisor of the blocks up to 4; those keeping a tile
  * inside one real group first) the widest tile without spills on the target, 3/4 and 1/2 of it,
  * and the narrowest tile covering a row in as few tiles. */
 std::vector<std::string> gemm_candidates(const GemmShape& s);
 
-/** "[qt=..,ct=..] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products",
- * ", row taps unrolled") */
-std::string describe_gemm_tile(const GemmTiles& t, const char* pos, bool pairs = false,
-                               bool row_taps = false, bool chunks = false);
+/** "[<gemm_key>] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products",
+ * ", row taps unrolled", ", reduction in chunks of <kt> taps, row of partial sums in L1") */
+std::string describe_gemm_tile(const GemmTiles& t, const GemmShape& s, const char* pos);
 
 /** A schedule whose tiles come from a GEMM tile space: it always applies; its candidates and its
  * estimate follow from shape() and the cost of given tiles. */
@@ -106,7 +100,8 @@ class GemmTiledSchedule : public Schedule<Algorithm> {
     return gemm_candidates(shape_for(p, ctx));
   }
   Estimate estimate(const Problem& p, const Context& ctx) const override {
-    return estimate_tiles(p, ctx, tiles(p, ctx));
+    const GemmShape s = shape_for(p, ctx);
+    return estimate_tiles(p, ctx, s, choose_gemm_tiles(s, ctx.variant));
   }
   /** The tiles for `p` and ctx.variant. */
   GemmTiles tiles(const Problem& p, const Context& ctx) const {
@@ -125,8 +120,14 @@ class GemmTiledSchedule : public Schedule<Algorithm> {
   virtual GemmShape shape(const Problem& p) const = 0;
   /** Whether the schedule computes `p` with its algorithm's pair form (bf16 dot products). */
   virtual bool pairs(const Problem&) const { return false; }
-  /** The cost model's view of the schedule with tiles `t`. */
-  virtual Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmTiles& t) const = 0;
+  /** describe_gemm_tile of the tiles for `p` and ctx.variant. */
+  std::string describe_tiles(const Problem& p, const Context& ctx, const char* pos) const {
+    const GemmShape s = shape_for(p, ctx);
+    return describe_gemm_tile(choose_gemm_tiles(s, ctx.variant), s, pos);
+  }
+  /** The cost model's view of the schedule with tiles `t` drawn from `s` (shape_for). */
+  virtual Estimate estimate_tiles(const Problem& p, const Context& ctx, const GemmShape& s,
+                                  const GemmTiles& t) const = 0;
 };
 
 }  // namespace tbex::sched

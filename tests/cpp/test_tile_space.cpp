@@ -129,7 +129,7 @@ TEST(GemmTile, OwnChoiceFillsTheAccumulatorsAndCoversTheRow) {
   t = choose_gemm_tiles(shape(17, 4, false), "qt=5,ct=2");
   EXPECT_EQ(t.qt, 5);
   EXPECT_EQ(t.ct, 2);
-  EXPECT_EQ(gemm_key(t), "qt=5,ct=2");
+  EXPECT_EQ(gemm_key(t, shape(17, 4, false)), "qt=5,ct=2");
   EXPECT_EQ(user_error_param([] { choose_gemm_tiles(shape(17, 4, false), "ct=3"); }), "variant");
   EXPECT_EQ(user_error_param([] { choose_gemm_tiles(shape(17, 4, false), "qt=18"); }), "variant");
 }
@@ -154,7 +154,7 @@ TEST(GemmTile, CandidatesAreValidVariantsOwnChoiceFirst) {
   EXPECT_LE(c.size(), s.cap);
   for (size_t i = 1; i < c.size(); ++i) {
     const GemmTiles t = choose_gemm_tiles(s, c[i]);  // throws on a rule break
-    EXPECT_EQ(gemm_key(t), c[i]);
+    EXPECT_EQ(gemm_key(t, s), c[i]);
     EXPECT_LE(t.qt * t.ct, 16) << c[i];
     EXPECT_EQ(std::count(c.begin(), c.end(), c[i]), 1) << c[i];
   }
