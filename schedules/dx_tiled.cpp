@@ -86,13 +86,31 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   const double w_bytes = t.ct * 64.0 * gd.cout_g * taps;
   const double dy_bytes = (t.qt + double(g.kernel[2]) / g.stride[2]) * gd.cout_g * 4 *
                           double(g.kernel[0]) * g.kernel[1] / (g.stride[0] * g.stride[1]);
-  n.visit_bytes = w_bytes + dy_bytes;
-  n.visit_footprint = (int64_t)n.visit_bytes;
   // The tiles along a row (wo innermost) share their ct blocks' weights: what they stream
   // together is those weights and the row's dy rows (not every block's weights: the next ct
-  // blocks come once per row).
+  // blocks come once per row). Chunks of kt taps: a visit runs one chunk of one tile, reading
+  // the chunk's dy window and weights.
   const double dy_rows_bytes = double(dx_dy_rows(p)) * g.out[2] * gd.cout_g * 4 * gd.real_g;
-  n.chunk_footprint = int64_t(w_bytes + dy_rows_bytes);
+  const bool chunks = chunked(s, t);
+  const double chunk_count = chunks ? double(s.chunk_taps.back()) / t.kt : 1;
+  const double w_chunk = w_bytes / chunk_count;
+  // Weights that stay in L1 across the row (weights_stay_in_l1) cost a visit its share; larger
+  // ones stream per visit, from the level the row's pass over them and the dy rows fits (one
+  // chunk's, not the whole reduction's): b_c3d dX on a Zen 3, [qt=2,ct=2] in depth slices (147
+  // KB of weights) 556-567 ms against 630 unchunked (442 KB of weights and 267 KB of dy rows,
+  // past the L2). e1 dX (27 KB of weights per block, 1 thread): [qt=4,ct=1] 8.0-8.2 ms against
+  // 8.5-8.7 for [qt=6,ct=1], whose last tile of a row of 28 recomputes 2 positions; charged the
+  // weights per visit, the narrower tile had ranked level with it.
+  // With strides the phases differ in taps: the largest phase's weights must stay.
+  const double w_most = t.ct * 64.0 * gd.cout_g * dx_dy_rows(p) *
+                        ops::phase_tap_extent(g.kernel[2], g.stride[2], g.dilation[2]) /
+                        chunk_count;
+  n.visit_bytes = dy_bytes / chunk_count +
+                  (weights_stay_in_l1(m, w_most, chunks)
+                       ? w_chunk / double(ceil_div(phase_extent(p, 2), t.qt))
+                       : w_chunk);
+  n.visit_footprint = int64_t(w_chunk + dy_bytes / chunk_count);
+  n.chunk_footprint = int64_t(w_chunk + dy_rows_bytes / chunk_count);
   n.units = g.n * phase_extent(p, 0) * g.stride[0];
   // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach); the tiles
   // store dX in place, but a ragged phase frame is gathered into 6HD per depth slice (from
@@ -101,25 +119,12 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
   n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
-  if (chunked(s, t)) {
-    // Chunks of kt taps: a visit runs one chunk of one tile, reading the chunk's dy window and
-    // weights. Weights within what a visit may hold in L1 (own_kt's budget) stay there for the
-    // row's next tiles (each visit brings in its share); larger ones stream per visit, but from
-    // the level the row's pass over one chunk (its weights and dy rows) fits, not the whole
-    // reduction's: b_c3d dX on a Zen 3, [qt=2,ct=2] in depth slices (147 KB of weights) 556-567
-    // ms against 630 unchunked (442 KB of weights and 267 KB of dy rows, past the L2). The
-    // visit then adds its partial sums to the row in L1 (a load and a store per accumulator
-    // vector, what evaluate charges a visit for its accumulators); each row is zeroed and
-    // copied out once.
-    const double chunks = double(s.chunk_taps.back()) / t.kt;
-    const double w_chunk = w_bytes / chunks;
-    const bool resident = w_chunk <= m.l1_visit_bytes();
-    n.visits *= chunks;
-    n.steps_per_visit /= chunks;
-    n.visit_bytes = dy_bytes / chunks +
-                    (resident ? w_chunk / double(ceil_div(phase_extent(p, 2), t.qt)) : w_chunk);
-    n.visit_footprint = int64_t(w_chunk + dy_bytes / chunks);
-    n.chunk_footprint = int64_t(w_chunk + dy_rows_bytes / chunks);
+  if (chunks) {
+    // Each visit then adds its partial sums to the row in L1 (a load and a store per
+    // accumulator vector, what evaluate charges a visit for its accumulators); each row is
+    // zeroed and copied out once.
+    n.visits *= chunk_count;
+    n.steps_per_visit /= chunk_count;
     n.pass_ops = 2.0 * dx_elems(p) / m.lanes;
   }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);

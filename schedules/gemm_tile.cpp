@@ -30,9 +30,23 @@ bool fits(const GemmShape& s, const GemmTiles& t) {
          vector_registers(s.target);
 }
 
-/** The row taps a tile takes per step by default: all wherever the shape has them and they fit. */
+/** Whether t may take the shape's row taps: fp32 tiles whose operands fit beside them. */
+bool row_taps_fit(const GemmShape& s, const GemmTiles& t) {
+  return s.row_taps > 1 && t.pair == 1 && fits(s, t);
+}
+
+/** The row taps a tile takes per step by default: all wherever they fit, except on AVX2 where a
+ * block's weights stay in L1 unchunked. There every operand is L1-fed, one tap at a time is not
+ * load-bound (the cost model ties the two) and the row-taps tile, its 16 ymm all live, measured
+ * slower: e1 dX on a Zen 3 (27 KB per block), [qt=4,ct=1] 8.7 ms with kwt=3 against 7.8 one
+ * tap at a time. Where the weights stream (b_c3d: 221 KB per block, in chunks of a kernel row)
+ * the shared broadcasts paid: 543-595 against 575-790 ms. Both stay candidates. */
 int own_kwt(const GemmShape& s, const GemmTiles& t) {
-  return s.row_taps > 1 && t.pair == 1 && fits(s, t) ? s.row_taps : 1;
+  if (!row_taps_fit(s, t)) return 1;
+  const double block = double(s.k_bytes * t.ct) * (s.chunk_taps.empty() ? 1 : s.chunk_taps.back());
+  return vectors_per_c0(s.target) == 1 || !weights_stay_in_l1(Machine::of(s.target), block, false)
+             ? s.row_taps
+             : 1;
 }
 
 /** The taps per reduction chunk a tile takes by default: all of them (no chunks) where one channel
@@ -48,10 +62,11 @@ int own_kt(const GemmShape& s, const GemmTiles& t) {
   // A tile spanning real groups is not chunked: e1 dX's [qt=2,ct=2] (two groups of 16 output
   // channels, 55 KB of weights) ran 24% slower in depth slices than unchunked at 1 and 2
   // threads, its inner loop the same in perf; not understood.
-  if (t.pair != 1 || s.group_blocks % t.ct != 0 || s.chunk_taps.back() * block <= m.l1)
+  if (t.pair != 1 || s.group_blocks % t.ct != 0 ||
+      weights_stay_in_l1(m, double(s.chunk_taps.back() * block), false))
     return s.chunk_taps.back();
   for (auto it = s.chunk_taps.rbegin(); it != s.chunk_taps.rend(); ++it)
-    if (*it * block <= m.l1_visit_bytes()) return *it;
+    if (weights_stay_in_l1(m, double(*it * block), true)) return *it;
   return s.chunk_taps.front();
 }
 
@@ -59,6 +74,10 @@ int own_kt(const GemmShape& s, const GemmTiles& t) {
 
 bool chunked(const GemmShape& s, const GemmTiles& t) {
   return !s.chunk_taps.empty() && t.kt < s.chunk_taps.back();
+}
+
+bool weights_stay_in_l1(const Machine& m, double bytes, bool chunks) {
+  return bytes <= double(chunks ? m.l1_visit_bytes() : m.l1);
 }
 
 int row_taps_operands(const GemmTiles& t, int taps, int dilation, int spanned,
@@ -94,8 +113,7 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
                 "ct must divide " + std::string(s.blocks_name) + " (" + std::to_string(s.blocks) +
                     ") and qt be at most " + s.row_name + " (" + std::to_string(s.row) + ")");
   t.kwt = asked.count("kwt") ? asked.at("kwt") : own_kwt(s, t);
-  space.require(t.kwt == 1 || (t.kwt == s.row_taps && t.pair == 1 &&
-                               fits(s, t)),
+  space.require(t.kwt == 1 || (t.kwt == s.row_taps && row_taps_fit(s, t)),
                 variant,
                 "kwt must be 1, or the row's taps (" + std::to_string(s.row_taps) +
                     ") for fp32 tiles of a unit-stride row whose accumulators and operands fit "
@@ -124,12 +142,15 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
   const auto key = [&](const GemmTiles& t) { return gemm_key(t, s); };
   const GemmTiles own = choose_gemm_tiles(s, "");
   std::vector<std::string> keys{key(own)};
-  // The own tile one tap at a time and in one chunk: the measured tuner compares them.
-  if (own.kwt > 1) {
-    GemmTiles t = own;
-    t.kwt = 1, t.kt = own_kt(s, t);
+  // A tile with the other choice of row taps (where they fit): the model and the measured
+  // tuner compare the two.
+  const auto other_kwt = [&](GemmTiles t) {
+    if (!row_taps_fit(s, t)) return;
+    t.kwt = t.kwt > 1 ? 1 : s.row_taps, t.kt = own_kt(s, t);
     keys.push_back(key(t));
-  }
+  };
+  other_kwt(own);
+  // The own tile in one chunk.
   if (chunked(s, own)) {
     GemmTiles t = own;
     t.kt = s.chunk_taps.back();
@@ -152,6 +173,7 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
         t.kwt = own_kwt(s, t);
         t.kt = own_kt(s, t);
         keys.push_back(key(t));
+        other_kwt(t);
       }
     }
   return TileSpace::candidates(keys, s.cap);

@@ -73,6 +73,12 @@ inline int spanned_groups(int64_t group_blocks, int ct) {
 /** Whether t splits the reduction into chunks of t.kt taps. */
 bool chunked(const GemmShape& s, const GemmTiles& t);
 
+/** Whether `bytes` of a tile's weights (one chunk's, or all of them unchunked) stay in L1 across
+ * the tiles of a row, each visit bringing in its share: unchunked, within the L1 (what own_kt
+ * leaves unchunked); a chunk, within Machine::l1_visit_bytes (the row of partial sums shares the
+ * L1 with it, what own_kt sizes chunks by). */
+bool weights_stay_in_l1(const Machine& m, double bytes, bool chunks);
+
 /** The schedule's own choice, then the knob's override (only without a variant), then the
  * fields `variant` sets (UserError when ct does not divide the blocks or qt exceeds the row). */
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant);
@@ -83,7 +89,8 @@ std::string gemm_key(const GemmTiles& t, const GemmShape& s);
 
 /** "" (the own choice) first, then per CT (a divisor of the blocks up to 4; those keeping a tile
  * inside one real group first) the widest tile without spills on the target, 3/4 and 1/2 of it,
- * and the narrowest tile covering a row in as few tiles. */
+ * and the narrowest tile covering a row in as few tiles; each tile that fits the row taps both
+ * with and without them (its own choice first). */
 std::vector<std::string> gemm_candidates(const GemmShape& s);
 
 /** "[<gemm_key>] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products",

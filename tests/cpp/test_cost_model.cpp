@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -167,6 +168,35 @@ TEST(CostModel, OwnTilesFitTheTargetsRegisterFile) {
             std::string::npos);
   EXPECT_NE(sched::dx_tiled_schedule()->describe(dx_problem(kLarge), {avx2, 1, ""}).find("[qt=6,ct=1,kwt=1,"),
             std::string::npos);
+}
+
+TEST(CostModel, DxTilesOnAvx2WhereTheWeightsStayInL1) {
+  // A grouped dX whose block weights (16 output channels x 27 taps x 64 bytes) stay in L1: one
+  // tap at a time is the own choice on AVX2 (the row-taps tile stays a candidate), and a tile
+  // covering the row of 28 exactly ranks ahead of the widest one, whose last tile recomputes 2
+  // positions, by more than select's tie margin (2%): the weights are charged once per row,
+  // not per visit. Where a block's weights stream (kLarge: 128 output channels), tiles keep
+  // the row taps by default.
+  const Halide::Target avx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
+  const Conv grouped{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
+  const auto* s = sched::dx_tiled_schedule();
+  const sched::Context ctx{avx2, 1, ""};
+  const Problem p = dx_problem(grouped);
+  const auto keys = s->candidates(p, ctx);
+  const auto first_of = [](const std::vector<std::string>& ks, const std::string& tile) {
+    for (const auto& k : ks)
+      if (k.rfind(tile, 0) == 0) return k;
+    return std::string();
+  };
+  EXPECT_EQ(first_of(keys, "qt=4,ct=1,"), "qt=4,ct=1,kwt=1,kt=27");
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "qt=4,ct=1,kwt=3,kt=27"), keys.end());
+  EXPECT_NE(s->describe(p, ctx).find("[qt=6,ct=1,kwt=1,kt=27]"), std::string::npos)
+      << s->describe(p, ctx);
+  const double own = s->estimate(p, ctx).cycles;
+  const double exact = s->estimate(p, {avx2, 1, "qt=4,ct=1,kwt=1,kt=27"}).cycles;
+  EXPECT_LT(exact, 0.98 * own) << exact << " vs " << own;
+  EXPECT_EQ(first_of(s->candidates(dx_problem(kLarge), ctx), "qt=4,ct=1,").find(",kwt=3,"),
+            std::string("qt=4,ct=1").size());
 }
 
 sched::LoopNest nest_with(int accumulators, int operands) {
