@@ -112,13 +112,14 @@ def measure(args, tbex, _C, w, pass_, threads):
     return row
 
 
-def render(rows, argv, machine):
+def render(rows, argv, machine, rounds):
     lines = [SECTION, "",
              "Command: `%s`  " % " ".join([".venv/bin/python", "bench/bench_model.py"] + argv),
              "Date: %s UTC  " % time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
              "Machine: %s" % machine, "",
-             "f32, median ms of bench.py's timing (the pick and the best timed twice more, "
-             "alternately). `regret` = pick / fastest measured candidate; `vs pre-model` = the "
+             "f32, median ms of bench.py's timing, each candidate's fastest of %d rounds over all "
+             "candidates (the pick and the best then timed twice more, alternately)." % rounds +
+             " `regret` = pick / fastest measured candidate; `vs pre-model` = the "
              "registry's first applicable schedule with its own tiles (the choice before the "
              "model) / pick; `meas/pred` = measured / predicted time of the pick; `spearman` = "
              "rank correlation of predicted and measured times over the candidates. Ranking all "
@@ -173,7 +174,7 @@ def main():
         for name in names:
             for pass_ in args.passes.split(","):
                 rows.append(measure(args, tbex, _C, by_name[name], pass_, threads))
-    text = render(rows, argv, bench.machine_line(bench.onednn_info(), tbex, None))
+    text = render(rows, argv, bench.machine_line(bench.onednn_info(), tbex, None), args.rounds)
     print("\n" + text)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
