@@ -100,16 +100,28 @@ class Data:
 # timing
 
 
+# Seconds each timing first spends running its function untimed (bench.py --warmup-sec). On a
+# KVM guest a kernel ran 1.4-2x slower for about half a second after its cores had idled (e1 dX:
+# 11-18 ms per call, then 7.9), longer than a whole measurement of a short kernel (50 calls).
+WARMUP_S = 0.3
+
+
 def time_fn(fn, target_s, min_k=3, max_k=50):
-    """Warm-up run, then runs until about target_s is spent, at least min_k (1 when the warm-up
-    took longer than 4*target_s), at most max_k; the median and min of those. The policy of
-    onednn_bench's time_it, so both sides are timed alike. A warm-up longer than 10*target_s is
-    not repeated: its time is reported (k = 0)."""
+    """Warm-up runs (at least one, until WARMUP_S is spent), then runs until about target_s is
+    spent, at least min_k (1 when the first warm-up run took longer than 4*target_s), at most
+    max_k; the median and min of those. The policy of onednn_bench's time_it (warmup_time =
+    WARMUP_S), so both sides are timed alike. A first run longer than 10*target_s is not
+    repeated: its time is reported (k = 0)."""
     t0 = time.perf_counter()
     fn()
     warm = time.perf_counter() - t0
     if warm > 10 * target_s:
         return {"ms": warm * 1e3, "min_ms": warm * 1e3, "k": 0}
+    warmed = warm
+    while warmed < WARMUP_S:
+        t1 = time.perf_counter()
+        fn()
+        warmed += time.perf_counter() - t1
     lo = min_k if warm <= 4 * target_s else 1
     ts, spent = [], 0.0
     while len(ts) < max_k and (len(ts) < lo or spent < target_s):
@@ -285,7 +297,7 @@ def run_onednn(w, pass_, dtype, threads, target_s, runtime):
         "pf": w["pad_front"], "pb": w["pad_back"], "pt": w["pad_top"],
         "pbot": w["pad_bottom"], "pl": w["pad_left"], "pr": w["pad_right"],
         "dd": w["dd"], "dh": w["dh"], "dw": w["dw"], "groups": w["groups"],
-        "min_time": target_s, "min_iters": 3, "max_iters": 50,
+        "min_time": target_s, "min_iters": 3, "max_iters": 50, "warmup_time": WARMUP_S,
     }
     env, prefix = thread_env(threads, runtime)
     cmd = prefix + [str(BUILD / "onednn_bench")] + ["%s=%s" % kv for kv in args.items()]
@@ -830,7 +842,7 @@ def rerender(src, out):
     write_results(out, d["command"], d["machine"], peak_text(peaks, measured),
                   rows, d.get("elapsed_s", 0.0), None, d.get("waited_s", 0.0), autos,
                   auto_dtypes, rendered=d.get("date", "?"), label=d.get("machine_label"),
-                  rounds=d.get("rounds", 1))
+                  rounds=d.get("rounds", 1), warmup_s=d.get("warmup_s", 0.0))
     print("wrote %s from %s" % (out, src))
 
 
@@ -838,10 +850,10 @@ MAIN_SECTION = "## bench.py: tbex vs oneDNN vs PyTorch"
 
 
 def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0.0, autos=(),
-                  auto_dtypes=(), rendered=None, label=None, rounds=1):
+                  auto_dtypes=(), rendered=None, label=None, rounds=1, warmup_s=0.0):
     """The run's tables as MAIN_SECTION of machine `label`'s part of `path` (default: this
     machine's). rendered: the run's date when the table is rendered again from raw results
-    (--from-json)."""
+    (--from-json). warmup_s: the run's --warmup-sec (0: runs from before it, one warm-up run)."""
     text = [
         MAIN_SECTION,
         "",
@@ -858,11 +870,12 @@ def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0
     if tbex_err:
         text += ["tbex was not timed: %s" % tbex_err, ""]
     text += [
-        "Times are the %s (ms) of k runs after a warm-up run%s; `~` marks a median more than "
+        "Times are the %s (ms) of k runs after %s%s; `~` marks a median more than "
         "%.1fx the best run (noisy); `!` marks a measurement during which other processes used "
         "so much CPU that less than %d%% of the cores it needed were free (unreliable). See "
         "bench/README.md for the columns." % (
             "median" if STAT["use"] == "median" else "minimum (best)",
+            ("untimed warm-up runs for %.1f s" % warmup_s) if warmup_s > 0 else "a warm-up run",
             (", oneDNN and tbex each timed in %d rounds, alternately, the faster median kept "
              "(PyTorch once)" % rounds) if rounds > 1 else "",
             NOISY, int(100 * Availability.OK)),
@@ -974,6 +987,7 @@ def parse_list(s, conv=str):
 
 
 def main(argv=None):
+    global WARMUP_S
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workloads", help="comma-separated names (default: all)")
     ap.add_argument("--quick", action="store_true", help="only " + ", ".join(QUICK))
@@ -1001,6 +1015,10 @@ def main(argv=None):
                          "skews one round, not both)")
     ap.add_argument("--target-sec", type=float, default=0.4,
                     help="timed seconds per measurement (k adapts to it; default 0.4)")
+    ap.add_argument("--warmup-sec", type=float, default=WARMUP_S,
+                    help="untimed runs first, for this long, in every timing of every library "
+                         "(default %.1f: a guest's idle cores ran slow for about half a second)"
+                         % WARMUP_S)
     ap.add_argument("--stat", choices=["median", "min"], default="median",
                     help="statistic shown in the table (default median; min = best of k)")
     ap.add_argument("--no-probe", action="store_true",
@@ -1016,6 +1034,7 @@ def main(argv=None):
                     help="measure nothing: render --out again from the raw results of a run")
     args = ap.parse_args(argv)
     STAT["use"] = args.stat
+    WARMUP_S = args.warmup_sec
     if args.from_json:
         rerender(args.from_json, args.out)
         return
@@ -1150,10 +1169,12 @@ def main(argv=None):
             {"command": cmd, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine,
              "machine_label": machine_label(), "peaks": peaks,
              "peaks_measured": peaks_measured, "rows": rows, "rounds": args.rounds,
+             "warmup_s": WARMUP_S,
              "elapsed_s": elapsed, "waited_s": avail.waited}, indent=1, default=str))
     if args.out:
         write_results(args.out, cmd, machine, peak_text(peaks, peaks_measured), rows, elapsed,
-                      tbex_err, avail.waited, autos, auto_dtypes, rounds=args.rounds)
+                      tbex_err, avail.waited, autos, auto_dtypes, rounds=args.rounds,
+                      warmup_s=WARMUP_S)
         print("wrote %s" % args.out)
 
 

@@ -5,7 +5,8 @@
 //   onednn_bench --info
 //   onednn_bench pass=dw|dx dtype=f32|f16|bf16 N=.. Cin=.. D=.. H=.. W=.. Cout=.. Kd=.. Kh=.. Kw=..
 //                [sd= sh= sw=] [pf= pb= pt= pbot= pl= pr=] [dd= dh= dw=] [groups=]
-//                [min_time=0.5] [min_iters=3] [max_iters=50] [warmup=1] [time_ref=0]
+//                [min_time=0.5] [min_iters=3] [max_iters=50] [warmup=1] [warmup_time=0]
+//                [time_ref=0]
 //   (keys may also be given as --key=value; dilation is given the PyTorch/TBE way, 1 = dense)
 //
 // Prints one JSON line on stdout. Threads: oneDNN's CPU runtime decides (OpenMP builds read
@@ -132,17 +133,21 @@ struct TimingCfg {
     int min_iters = 3;         // ...but at least this many iterations
     int max_iters = 50;        // ...and at most this many
     int warmup = 1;
+    double warmup_time_ms = 0;  // warm-up runs continue until this much time is spent too
 };
 
 // Warm-up, then repeat until min_time is spent (bounded by [min_iters, max_iters]).
 // When one run takes longer than min_time, only min(min_iters, ...) runs are done; if a single
 // warm-up run already exceeds 4*min_time, one timed run is enough.
 Timing time_it(const std::function<void()> &fn, const TimingCfg &cfg) {
-    double first = 0;
-    for (int i = 0; i < cfg.warmup; ++i) {
+    double first = 0, warmed = 0;
+    for (int i = 0; i < cfg.warmup || (i > 0 && warmed < cfg.warmup_time_ms); ++i) {
         double t0 = now_ms();
         fn();
-        first = now_ms() - t0;
+        double t = now_ms() - t0;
+        if (i == 0) first = t;
+        warmed += t;
+        if (i == 0 && first > 10 * cfg.min_time_ms) break;  // one slow run warms enough
     }
     int lo = cfg.min_iters;
     if (cfg.warmup > 0 && first > 4 * cfg.min_time_ms) lo = 1;
@@ -274,6 +279,7 @@ int main(int argc, char **argv) {
         tc.min_iters = (int)a.get("min_iters", 3);
         tc.max_iters = (int)a.get("max_iters", 50);
         tc.warmup = (int)a.get("warmup", 1);
+        tc.warmup_time_ms = 1000.0 * a.getf("warmup_time", 0.0);
 
         engine eng(engine::kind::cpu, 0);
         stream strm(eng);
