@@ -1,5 +1,6 @@
 """bench/RESULTS.md keeps one part per machine, and bench/goals.py reports issue 11's goals from a
 run's raw results (no benchmark is run here: the scripts' bookkeeping only)."""
+import time
 import sys
 from pathlib import Path
 
@@ -68,8 +69,23 @@ def test_rounds_keep_the_faster_median_and_every_rounds_time():
     assert r["ms"] == 3.0 and r["rounds_ms"] == [3.0]
 
 
-def test_time_fn_runs_until_its_budget_after_a_warm_up():
+def test_time_fn_runs_until_its_budget_after_a_warm_up(monkeypatch):
+    monkeypatch.setattr(bench, "WARMUP_S", 0.0)
     calls = []
     t = bench.time_fn(lambda: calls.append(1), 0.01, min_k=3, max_k=7)
     assert t["k"] == 7 and len(calls) == 8  # a warm-up, then max_k: each run is far below budget
     assert 0 <= t["min_ms"] <= t["ms"]
+
+
+def test_time_fn_warms_up_for_its_warm_up_seconds(monkeypatch):
+    # Untimed runs until WARMUP_S is spent (bench.py --warmup-sec), then the timed ones.
+    monkeypatch.setattr(bench, "WARMUP_S", 0.03)
+    calls = []
+
+    def run():
+        calls.append(1)
+        time.sleep(0.005)
+
+    t = bench.time_fn(run, 0.01, min_k=3, max_k=7)
+    assert t["k"] == 3  # each timed run is half the budget: min_k of them
+    assert len(calls) - t["k"] >= 3  # more than the one warm-up run a zero budget gives
