@@ -87,9 +87,9 @@ def measure(args, tbex, _C, w, pass_, threads):
         for i in range(len(ranked)):
             time_again(i)
     # The pick and the best again, alternately.
-    best = min(range(len(ranked)), key=lambda i: ranked[i]["ms"])
+    fastest = min(range(len(ranked)), key=lambda i: ranked[i]["ms"])
     for _ in range(2):
-        for i in sorted({0, best}):
+        for i in sorted({0, fastest}):
             time_again(i)
     pick = ranked[0]
     best = min(ranked, key=lambda r: r["ms"])

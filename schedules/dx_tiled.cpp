@@ -83,7 +83,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   n.visits = double(tiles);
   // A visit reads its ct blocks' weights (every output channel and tap of the phase) and qt
   // positions (plus the taps' reach) of dy rows.
-  const double w_bytes = t.ct * 64.0 * gd.cout_g * taps;
+  const double w_per_tap = t.ct * 64.0 * gd.cout_g;
+  const double w_bytes = w_per_tap * taps;
   const double dy_bytes = (t.qt + double(g.kernel[2]) / g.stride[2]) * gd.cout_g * 4 *
                           double(g.kernel[0]) * g.kernel[1] / (g.stride[0] * g.stride[1]);
   // The tiles along a row (wo innermost) share their ct blocks' weights: what they stream
@@ -102,7 +103,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // 8.5-8.7 for [qt=6,ct=1], whose last tile of a row of 28 recomputes 2 positions; charged the
   // weights per visit, the narrower tile had ranked level with it.
   // With strides the phases differ in taps: the largest phase's weights must stay.
-  const double w_most = t.ct * 64.0 * gd.cout_g * dx_dy_rows(p) *
+  const double w_most = w_per_tap * dx_dy_rows(p) *
                         ops::phase_tap_extent(g.kernel[2], g.stride[2], g.dilation[2]) /
                         chunk_count;
   n.visit_bytes = dy_bytes / chunk_count +

@@ -22,17 +22,25 @@ TileSpace space_of(const GemmShape& s) {
   return TileSpace(s.schedule, {"qt", "ct", "pair", "kwt", "kt"}, s.knob, 2);
 }
 
-/** Whether t's accumulators and its row_taps_operands for s's row taps fit the registers. */
-bool fits(const GemmShape& s, const GemmTiles& t) {
+/** Whether t may take the shape's row taps: an fp32 tile whose accumulators and
+ * row_taps_operands fit the registers. */
+bool row_taps_fit(const GemmShape& s, const GemmTiles& t) {
+  if (s.row_taps < 2 || t.pair != 1) return false;
   const int spanned = spanned_groups(s.group_blocks, t.ct);
   return (t.qt * t.ct + row_taps_operands(t, s.row_taps, s.row_dilation, spanned, s.target)) *
              vectors_per_c0(s.target) <=
          vector_registers(s.target);
 }
 
-/** Whether t may take the shape's row taps: fp32 tiles whose operands fit beside them. */
-bool row_taps_fit(const GemmShape& s, const GemmTiles& t) {
-  return s.row_taps > 1 && t.pair == 1 && fits(s, t);
+/** The weight bytes t's ct blocks hold over `taps` taps (every output channel's row). */
+double tile_weights(const GemmShape& s, const GemmTiles& t, int taps) {
+  return double(s.k_bytes) * t.ct * taps;
+}
+
+/** Whether all of t's weights (every tap of the reduction) stay in L1 unchunked. */
+bool all_weights_stay_in_l1(const GemmShape& s, const GemmTiles& t, const Machine& m) {
+  return weights_stay_in_l1(m, tile_weights(s, t, s.chunk_taps.empty() ? 1 : s.chunk_taps.back()),
+                            false);
 }
 
 /** The row taps a tile takes per step by default: all wherever they fit, except on AVX2 where a
@@ -43,8 +51,7 @@ bool row_taps_fit(const GemmShape& s, const GemmTiles& t) {
  * the shared broadcasts paid: 543-595 against 575-790 ms. Both stay candidates. */
 int own_kwt(const GemmShape& s, const GemmTiles& t) {
   if (!row_taps_fit(s, t)) return 1;
-  const double block = double(s.k_bytes * t.ct) * (s.chunk_taps.empty() ? 1 : s.chunk_taps.back());
-  return vectors_per_c0(s.target) == 1 || !weights_stay_in_l1(Machine::of(s.target), block, false)
+  return vectors_per_c0(s.target) == 1 || !all_weights_stay_in_l1(s, t, Machine::of(s.target))
              ? s.row_taps
              : 1;
 }
@@ -58,15 +65,13 @@ int own_kwt(const GemmShape& s, const GemmTiles& t) {
 int own_kt(const GemmShape& s, const GemmTiles& t) {
   if (s.chunk_taps.empty()) return 0;
   const Machine m = Machine::of(s.target);
-  const int64_t block = s.k_bytes * t.ct;
   // A tile spanning real groups is not chunked: e1 dX's [qt=2,ct=2] (two groups of 16 output
   // channels, 55 KB of weights) ran 24% slower in depth slices than unchunked at 1 and 2
   // threads, its inner loop the same in perf; not understood.
-  if (t.pair != 1 || s.group_blocks % t.ct != 0 ||
-      weights_stay_in_l1(m, double(s.chunk_taps.back() * block), false))
+  if (t.pair != 1 || s.group_blocks % t.ct != 0 || all_weights_stay_in_l1(s, t, m))
     return s.chunk_taps.back();
   for (auto it = s.chunk_taps.rbegin(); it != s.chunk_taps.rend(); ++it)
-    if (weights_stay_in_l1(m, double(*it * block), true)) return *it;
+    if (weights_stay_in_l1(m, tile_weights(s, t, *it), true)) return *it;
   return s.chunk_taps.front();
 }
 

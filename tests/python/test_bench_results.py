@@ -1,7 +1,7 @@
 """bench/RESULTS.md keeps one part per machine, and bench/goals.py reports issue 11's goals from a
 run's raw results (no benchmark is run here: the scripts' bookkeeping only)."""
-import time
 import sys
+import time
 from pathlib import Path
 
 import pytest
