@@ -206,6 +206,11 @@ def run_peak(threads, quick=False):
     return {d["threads"]: d["gflops"] for d in json_lines(r.stdout)}
 
 
+def probe_cores(n):
+    """n threads' FMA GFLOP/s right now (peak -q: about 0.3 s)."""
+    return run_peak([n], quick=True)[n]
+
+
 def measure_peak(threads, tries=6):
     """FP32 FMA peak per thread count -> ({n: GFLOP/s used as reference}, {n: measured}).
     On a shared (virtualised) host the second core is not always ours: n threads should give
@@ -230,18 +235,29 @@ class Availability:
     /proc/stat (all CPU time) and os.times() (ours and our children's): the difference is the
     CPU time others used. Before a measurement it waits (up to max_wait s per measurement and
     budget s per run) until others leave our n cores free; with the result it stores
-    "others" (cores others used meanwhile) and "avail" = min(1, (ncpu - others) / n)."""
+    "others" (cores others used meanwhile) and "avail" = min(1, (ncpu - others) / n).
+
+    /proc/stat cannot see the host: a KVM guest's two vCPUs were at times placed on the two SMT
+    threads of one physical core for minutes (the 2-thread FMA peak read 96 GFLOP/s, the
+    1-thread one 96; a dW ran as fast on 2 threads as on 1). For n > 1 threads a probe
+    (`probe(n)`: n threads' FMA GFLOP/s right now, bench/peak.cpp -q) is compared with n times
+    the 1-thread peak `peak1`: before a measurement it waits for full cores like for free ones,
+    and "cores" (the smaller share of the probes before and after) caps "avail"."""
 
     OK = 0.9  # results with a lower avail are flagged "!"
     WAIT_FOR = 0.95
+    PROBE_AGE = 2.0  # seconds a probe's reading stands for the next measurement's "before"
 
-    def __init__(self, enabled=True, max_wait=15.0, budget=180.0):
+    def __init__(self, enabled=True, max_wait=15.0, budget=180.0, probe=None, peak1=None):
         self.enabled = enabled and os.path.exists("/proc/stat")
         self.ncpu = os.cpu_count() or 1
         self.max_wait = max_wait
         self.budget = budget
         self.waited = 0.0
         self.tck = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.probe = probe
+        self.peak1 = peak1
+        self.last = {}  # n -> (time, share) of the last probe
 
     def sample(self):
         with open("/proc/stat") as f:
@@ -260,8 +276,27 @@ class Availability:
     def avail(self, n, others):
         return min(1.0, (self.ncpu - others) / max(1, n))
 
+    def watch_cores(self, peaks, measured):
+        """Probes the cores around multi-thread measurements from now on (peak -q), against
+        the 1-thread peak of measure_peak's (peaks, measured)."""
+        self.probe = probe_cores
+        # With --threads 2 only, the reference is 2 x the 1-thread peak or better.
+        self.peak1 = measured.get(1) or peaks[max(peaks)] / max(peaks)
+
+    def cores(self, n, fresh=False):
+        """The share of n full cores the host gives now: n threads' FMA rate over n x the
+        1-thread peak (1.0 for one thread or without a probe). A reading younger than
+        PROBE_AGE s is reused unless `fresh`."""
+        if n < 2 or self.probe is None or not self.peak1:
+            return 1.0
+        t, share = self.last.get(n, (-1e9, 1.0))
+        if fresh or time.perf_counter() - t > self.PROBE_AGE:
+            share = min(1.0, self.probe(n) / (n * self.peak1))
+            self.last[n] = (time.perf_counter(), share)
+        return share
+
     def wait_free(self, n):
-        """Waits (bounded) until others leave n cores free."""
+        """Waits (bounded) until others leave n cores free and the host gives n full cores."""
         if not self.enabled:
             return
         t0 = time.perf_counter()
@@ -270,22 +305,29 @@ class Availability:
             time.sleep(0.25)
             o = self.others(a, self.sample())
             spent = time.perf_counter() - t0
-            if (self.avail(n, o) >= self.WAIT_FOR or spent >= self.max_wait
-                    or self.waited + spent >= self.budget):
+            if spent >= self.max_wait or self.waited + spent >= self.budget:
                 break
+            if self.avail(n, o) >= self.WAIT_FOR and self.cores(n, fresh=spent > 0.3) >= self.OK:
+                break
+            if self.cores(n) < self.OK:
+                time.sleep(0.75)  # a placement lasts minutes: probe about once a second
         self.waited += time.perf_counter() - t0
 
     def measure(self, n, fn):
         if not self.enabled:
             return fn()
         self.wait_free(n)
+        before = self.cores(n)
         a = self.sample()
         res = fn()
         o = self.others(a, self.sample())
+        cores = min(before, self.cores(n, fresh=True)) if n > 1 else 1.0
         d = res[0] if isinstance(res, tuple) else res
         if isinstance(d, dict):
             d["others"] = round(o, 3)
-            d["avail"] = round(self.avail(n, o), 3)
+            d["avail"] = round(min(self.avail(n, o), cores), 3)
+            if self.probe is not None and n > 1:
+                d["cores"] = round(cores, 3)
         return res
 
 
@@ -872,7 +914,9 @@ def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0
     text += [
         "Times are the %s (ms) of k runs after %s%s; `~` marks a median more than "
         "%.1fx the best run (noisy); `!` marks a measurement during which other processes used "
-        "so much CPU that less than %d%% of the cores it needed were free (unreliable). See "
+        "so much CPU that less than %d%% of the cores it needed were free, or the host gave "
+        "its threads less than that share of their cores (an FMA probe before and after, "
+        "against the 1-thread peak: vCPUs placed on one physical core); unreliable. See "
         "bench/README.md for the columns." % (
             "median" if STAT["use"] == "median" else "minimum (best)",
             ("untimed warm-up runs for %.1f s" % warmup_s) if warmup_s > 0 else "a warm-up run",
@@ -1079,6 +1123,7 @@ def main(argv=None):
     avail = Availability(enabled=not args.no_probe, budget=args.wait_budget)
     avail.wait_free(max(threads))
     peaks, peaks_measured = measure_peak(threads)
+    avail.watch_cores(peaks, peaks_measured)
     machine = machine_line(dinfo, tbex_mod, tbex_err)
     print(machine)
     print("FP32 FMA peak: " + peak_text(peaks, peaks_measured), flush=True)

@@ -276,7 +276,8 @@ def main(argv=None):
     B.ensure_built()  # the peak kernel (and oneDNN's version line)
     machine = B.machine_line(B.onednn_info(), tbex, tbex_err)
     print(machine, flush=True)
-    peaks, _ = B.measure_peak(threads)
+    peaks, measured = B.measure_peak(threads)
+    avail.watch_cores(peaks, measured)
 
     rows = []
     for name in names:

@@ -43,6 +43,11 @@ def short(w):
     return w.split("_")[0]
 
 
+def mark(*ds):
+    """"!" when one of the measurements was flagged by bench.py (cores busy or shared)."""
+    return "!" if any(d and d.get("avail", 1.0) < bench.Availability.OK for d in ds) else ""
+
+
 class Goals:
     """The rows of one run, indexed, and the goal table built from them."""
 
@@ -73,8 +78,9 @@ class Goals:
             if x is None:
                 continue
             met += x >= 1.0
-            cell = "%s %s %s %dt %.2fx" % (short(r["workload"]), r["pass"], r["dtype"],
-                                           r["threads"], x)
+            o = self.by.get((r["workload"], r["pass"], "f32", r["threads"])) or {}
+            cell = "%s %s %s %dt %.2fx%s" % (short(r["workload"]), r["pass"], r["dtype"],
+                                             r["threads"], x, mark(r.get("tbex"), o.get("onednn")))
             if x < 1.0:
                 below.append(cell)
             if x < FLOOR:
@@ -96,8 +102,8 @@ class Goals:
                         continue
                     pk = 100 * r["flops"] / (t * 1e6) / r["peak"]
                     ok += pk >= PEAK_GOAL
-                    cells.append("%s %s %dt %.0f%%%s" % (short(w), p, n, pk,
-                                                         "" if pk >= PEAK_GOAL else " (no)"))
+                    cells.append("%s %s %dt %.0f%%%s%s" % (short(w), p, n, pk, mark(r["tbex"]),
+                                                           "" if pk >= PEAK_GOAL else " (no)"))
         self.add(">= %.0f%% of FP32 FMA peak on b, c1, c2, d, e1, g (f32)" % PEAK_GOAL, ok,
                  len(cells), "; ".join(cells))
 
@@ -105,12 +111,13 @@ class Goals:
         cells, ok = [], 0
         for w in DENSE:
             for p in ("dw", "dx"):
-                one = ms((self.by.get((w, p, "f32", 1)) or {}).get("tbex"))
-                two = ms((self.by.get((w, p, "f32", 2)) or {}).get("tbex"))
+                t1 = (self.by.get((w, p, "f32", 1)) or {}).get("tbex")
+                t2 = (self.by.get((w, p, "f32", 2)) or {}).get("tbex")
+                one, two = ms(t1), ms(t2)
                 if one and two:
                     ok += one / two >= SCALING_GOAL
-                    cells.append("%s %s %.2fx%s" % (short(w), p, one / two,
-                                                    "" if one / two >= SCALING_GOAL else " (no)"))
+                    cells.append("%s %s %.2fx%s%s" % (short(w), p, one / two, mark(t1, t2),
+                                                      "" if one / two >= SCALING_GOAL else " (no)"))
         self.add("1 -> 2 threads >= %.2fx on b, c1, c2, d, e1, g (f32)" % SCALING_GOAL, ok,
                  len(cells), "; ".join(cells))
 
@@ -138,10 +145,11 @@ class Goals:
         for (w, p), want in MULTIPLES.items():
             cells, ok = [], 0
             for n in (1, 2):
-                x = self.ratio(self.by.get((w, p, "f32", n)) or {"tbex": None})
+                r = self.by.get((w, p, "f32", n)) or {"tbex": None}
+                x = self.ratio(r)
                 if x:
                     ok += x >= want
-                    cells.append("%dt %.1fx" % (n, x))
+                    cells.append("%dt %.1fx%s" % (n, x, mark(r.get("tbex"), r.get("onednn"))))
             self.add(">= %dx oneDNN on %s %s (f32)" % (want, w, p), ok, len(cells),
                      "; ".join(cells))
 
@@ -169,7 +177,8 @@ def render(run):
     return "\n".join([
         SECTION, "",
         "From the run `%s` (%s) on this machine. Ratios are oneDNN's time / tbex's time (> 1: tbex "
-        "is faster); f16 inputs are compared with oneDNN's f32 time." % (
+        "is faster); f16 inputs are compared with oneDNN's f32 time; `!` marks a figure from a "
+        "measurement bench.py flagged (cores busy, or shared by the host: unreliable)." % (
             " ".join(run["command"]), run.get("date", "?")),
         ""] + g.lines) + "\n"
 

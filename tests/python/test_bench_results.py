@@ -89,3 +89,55 @@ def test_time_fn_warms_up_for_its_warm_up_seconds(monkeypatch):
     t = bench.time_fn(run, 0.01, min_k=3, max_k=7)
     assert t["k"] == 3  # each timed run is half the budget: min_k of them
     assert len(calls) - t["k"] >= 3  # more than the one warm-up run a zero budget gives
+
+
+class FakeProbe:
+    """peak -q stand-in: n threads' GFLOP/s from a list of shares of n full 100-GFLOP/s cores."""
+
+    def __init__(self, shares):
+        self.shares, self.calls = list(shares), []
+
+    def __call__(self, n):
+        self.calls.append(n)
+        share = self.shares.pop(0) if len(self.shares) > 1 else self.shares[0]
+        return share * n * 100.0
+
+
+def test_a_measurement_on_shared_cores_is_flagged(monkeypatch):
+    # The host placed both vCPUs on one core after the probe before the measurement: /proc/stat
+    # shows nothing, the probe after it reads half the FMA rate, and the row says so.
+    monkeypatch.setattr(bench.Availability, "PROBE_AGE", 0.0)
+    probe = FakeProbe([1.0, 0.5])
+    a = bench.Availability(max_wait=0.0, budget=0.0, probe=probe, peak1=100.0)
+    d = a.measure(2, lambda: {"ms": 1.0})
+    assert d["cores"] == 0.5 and d["avail"] == 0.5
+    assert bench.ms_cell(d).endswith("!")
+    # One thread needs no probe.
+    d1 = a.measure(1, lambda: {"ms": 1.0})
+    assert "cores" not in d1 and probe.calls.count(1) == 0
+
+
+def test_waits_for_full_cores_within_its_budget(monkeypatch):
+    monkeypatch.setattr(bench.Availability, "PROBE_AGE", 0.0)
+    monkeypatch.setattr(bench.time, "sleep", lambda s: None)
+    probe = FakeProbe([0.5, 0.5, 1.0])
+    a = bench.Availability(max_wait=60.0, budget=60.0, probe=probe, peak1=100.0)
+    monkeypatch.setattr(a, "avail", lambda n, o: 1.0)  # whatever else runs on this machine
+    d = a.measure(2, lambda: {"ms": 1.0})
+    assert d["cores"] == 1.0 and d["avail"] == 1.0
+    assert len(probe.calls) >= 3  # probed until the cores came back, and once after
+    # With no budget left it measures at once, and flags the result.
+    probe = FakeProbe([0.5])
+    a = bench.Availability(max_wait=60.0, budget=0.0, probe=probe, peak1=100.0)
+    assert a.measure(2, lambda: {"ms": 1.0})["avail"] == 0.5
+
+
+def test_goals_mark_figures_from_flagged_measurements():
+    run = {"command": ["bench.py"], "date": "now", "machine": "CPU: X (avx2)",
+           "rows": [row("g_strided_s2", "dw", "f32", 1, 10.0, 12.0),
+                    row("g_strided_s2", "dw", "f32", 2, 9.0, 6.0)]}
+    run["rows"][1]["tbex"]["avail"] = 0.5
+    text = goals.render(run)
+    assert "g dw f32 2t 0.67x!" in text and "g dw f32 1t" not in text  # 1t is at 1.2x
+    assert "g dw 1.11x! (no)" in text  # the scaling uses the flagged 2-thread time
+    assert "`!` marks" in text
