@@ -239,10 +239,11 @@ class Availability:
 
     /proc/stat cannot see the host: a KVM guest's two vCPUs were at times placed on the two SMT
     threads of one physical core for minutes (the 2-thread FMA peak read 96 GFLOP/s, the
-    1-thread one 96; a dW ran as fast on 2 threads as on 1). For n > 1 threads a probe
+    1-thread one 96; a dW ran as fast on 2 threads as on 1). For n threads a probe
     (`probe(n)`: n threads' FMA GFLOP/s right now, bench/peak.cpp -q) is compared with n times
     the 1-thread peak `peak1`: before a measurement it waits for full cores like for free ones,
-    and "cores" (the smaller share of the probes before and after) caps "avail"."""
+    and "cores" (the smaller share of the probes before and after) caps "avail". One thread is
+    probed too: its core's SMT sibling can run another guest's thread just the same."""
 
     OK = 0.9  # results with a lower avail are flagged "!"
     WAIT_FOR = 0.95
@@ -277,7 +278,7 @@ class Availability:
         return min(1.0, (self.ncpu - others) / max(1, n))
 
     def watch_cores(self, peaks, measured):
-        """Probes the cores around multi-thread measurements from now on (peak -q), against
+        """Probes the cores around every measurement from now on (peak -q), against
         the 1-thread peak of measure_peak's (peaks, measured)."""
         self.probe = probe_cores
         # With --threads 2 only, the reference is 2 x the 1-thread peak or better.
@@ -285,9 +286,9 @@ class Availability:
 
     def cores(self, n, fresh=False):
         """The share of n full cores the host gives now: n threads' FMA rate over n x the
-        1-thread peak (1.0 for one thread or without a probe). A reading younger than
-        PROBE_AGE s is reused unless `fresh`."""
-        if n < 2 or self.probe is None or not self.peak1:
+        1-thread peak (1.0 without a probe). A reading younger than PROBE_AGE s is reused
+        unless `fresh`."""
+        if self.probe is None or not self.peak1:
             return 1.0
         t, share = self.last.get(n, (-1e9, 1.0))
         if fresh or time.perf_counter() - t > self.PROBE_AGE:
@@ -321,12 +322,12 @@ class Availability:
         a = self.sample()
         res = fn()
         o = self.others(a, self.sample())
-        cores = min(before, self.cores(n, fresh=True)) if n > 1 else 1.0
+        cores = min(before, self.cores(n, fresh=True))
         d = res[0] if isinstance(res, tuple) else res
         if isinstance(d, dict):
             d["others"] = round(o, 3)
             d["avail"] = round(min(self.avail(n, o), cores), 3)
-            if self.probe is not None and n > 1:
+            if self.probe is not None:
                 d["cores"] = round(cores, 3)
         return res
 

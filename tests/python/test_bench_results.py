@@ -112,9 +112,9 @@ def test_a_measurement_on_shared_cores_is_flagged(monkeypatch):
     d = a.measure(2, lambda: {"ms": 1.0})
     assert d["cores"] == 0.5 and d["avail"] == 0.5
     assert bench.ms_cell(d).endswith("!")
-    # One thread needs no probe.
+    # One thread is probed against the 1-thread peak.
     d1 = a.measure(1, lambda: {"ms": 1.0})
-    assert "cores" not in d1 and probe.calls.count(1) == 0
+    assert d1["cores"] == 0.5 and probe.calls[-1] == 1
 
 
 def test_waits_for_full_cores_within_its_budget(monkeypatch):
