@@ -127,8 +127,8 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   const int spilled = std::max(0, e.registers - m.usable_vregs);
   step += spilled;  // a store and a reload per spilled register and step, half a cycle each
   // Entering and leaving a tile: zero / load the accumulators, store them, loop setup.
-  const double visit =
-      n.steps_per_visit * step + 2.0 * t.accumulators / m.load_pipes + 12 + n.visit_cycles;
+  const double visit = n.steps_per_visit * n.executed * step + 2.0 * t.accumulators / m.load_pipes +
+                       12 + n.visit_cycles;
   const double compute_total = n.visits * visit;
 
   // The shared levels deliver less per core when every thread streams.

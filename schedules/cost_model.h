@@ -125,6 +125,8 @@ struct LoopNest {
   int tile_lanes = 16;         ///< lanes of the tile's vectors (c0 = 16); narrower machines split them
   double visit_cycles = 0;     ///< cycles a visit costs beyond its steps (AMX: the accumulators'
                                ///< drain, zeroing and stores waiting on the multiplies)
+  double executed = 1;         ///< share of the steps the loops run: taps reading padding are
+                               ///< left out (inside_tap_share)
 };
 
 /** Useful / executed FMA lanes: `flops` (2 per multiply-add) over the nest's vector FMAs. */

@@ -112,6 +112,7 @@ class DwCoutLanes final : public DwSchedule {
                    out_elems * 8 * (t.parts > 1 ? 1 + t.parts : 1);
     n.pass_ops = out_elems;
     n.lane_use = lane_use_of(g.flops(), n);
+    n.executed = ops::inside_tap_share(p);
     return evaluate(n, Machine::of(ctx.target));
   }
 

@@ -166,6 +166,7 @@ class DxCoutLanes final : public DxSchedule {
     n.pass_bytes = staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4;
     n.pass_ops = double(tiles) * cv * t.qt * 8;
     n.lane_use = lane_use_of(g.flops(), n);
+    n.executed = ops::inside_tap_share(p);
     return evaluate(n, Machine::of(ctx.target));
   }
 

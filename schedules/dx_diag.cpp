@@ -88,6 +88,7 @@ class DxDiag final : public DxSchedule {
     // Passes: zero-padded fp32 dy planes, the output (and the phase scatter when strided).
     n.pass_bytes = staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4 * (is_strided(p) ? 2 : 1);
     n.lane_use = lane_use_of(g.flops(), n);
+    n.executed = ops::inside_tap_share(p);
     return evaluate(n, Machine::of(ctx.target));
   }
 

@@ -129,6 +129,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
     n.pass_ops = 2.0 * dx_elems(p) / m.lanes;
   }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
+  n.executed = ops::inside_tap_share(p);
   return evaluate(n, m);
 }
 

@@ -14,6 +14,7 @@
 
 #include "schedules/cost_model.h"
 #include "schedules/registry.h"
+#include "ops/ops.h"
 #include "tbex/knobs.h"
 #include "tbex/tbex.h"
 #include "tbex/tune.h"
@@ -241,6 +242,36 @@ TEST(CostModel, MicroKernelTerms) {
   EXPECT_EQ(avx2.lanes, 8);
   EXPECT_EQ(avx2.vregs, 16);
   EXPECT_GT(sched::evaluate(nest_with(8, 5), avx2).cycles, 1.9 * sched::evaluate(nest_with(8, 5), m).cycles);
+}
+
+// The kernels leave out the taps whose depth or height row lies in the padding; the model counts
+// only the steps they run. With K = 3, pad 1, stride 1 each border position loses one of its 3
+// taps: a dim of N positions keeps 1 - 2/(3N) of its pairs, in dX (input positions, dy outside)
+// as in dW (output positions, x's pads). dW skips a dim only where that is at least
+// kDwSkipShare: e1's depth (2 of 24), not its height (2 of 84).
+TEST(CostModel, TapsInThePaddingAreNotCounted) {
+  const Conv e1{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
+  const double depth = 1 - 2.0 / (3 * 8), height = 1 - 2.0 / (3 * 28);
+  ASSERT_LT(1 - height, ops::kDwSkipShare);
+  EXPECT_NEAR(ops::inside_tap_share(dx_problem(e1)), depth * height, 1e-12);
+  EXPECT_NEAR(ops::inside_tap_share(dw_problem(e1)), depth, 1e-12);
+  EXPECT_TRUE(ops::dw_skips_pads(dw_problem(e1), 0));
+  EXPECT_FALSE(ops::dw_skips_pads(dw_problem(e1), 1));
+  // Stride 2 (D = 16 -> 8): in dW only the first output position's first tap reads a pad. In
+  // dX an input position walks only the taps of its phase (even i: tap 1; odd i: taps 0 and 2,
+  // 24 in all), and only i = 15's tap 0 reads dy past its end (at 8).
+  const Conv g{2, 64, 16, 16, 16, 128, {3, 3, 3}, {2, 2, 2}, 1};
+  EXPECT_NEAR(ops::inside_tap_share(dw_problem(g)), (23.0 / 24) * (23.0 / 24), 1e-12);
+  EXPECT_NEAR(ops::inside_tap_share(dx_problem(g)), (23.0 / 24) * (23.0 / 24), 1e-12);
+  // No pads and one tap: every pair is inside.
+  const Conv d{2, 256, 8, 28, 28, 64, {1, 1, 1}, {1, 1, 1}, 0};
+  EXPECT_EQ(ops::inside_tap_share(dw_problem(d)), 1.0);
+  EXPECT_EQ(ops::inside_tap_share(dx_problem(d)), 1.0);
+  // The estimate charges the executed share of the steps.
+  const sched::Machine m;
+  sched::LoopNest half = nest_with(12, 7);
+  half.executed = 0.5;
+  EXPECT_NEAR(sched::evaluate(half, m).cycles / sched::evaluate(nest_with(12, 7), m).cycles, 0.5, 0.02);
 }
 
 TEST(CostModel, TunerTimesInTheModelsOrder) {

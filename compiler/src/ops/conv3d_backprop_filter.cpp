@@ -45,8 +45,21 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
   }
 
-  a.r = RDom(0, (int)geo.out[2], 0, (int)geo.out[1], 0, (int)geo.out[0], 0, (int)geo.n, "r");
+  auto positions = [&](const char* name) {
+    return RDom(0, (int)geo.out[2], 0, (int)geo.out[1], 0, (int)geo.out[0], 0, (int)geo.n, name);
+  };
+  a.r = positions("r");
   RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];
+  // Rows and depth slices whose tap falls into the pads multiply zeros: the predicate leaves
+  // them out (where enough do: dw_skips_pads), and Halide narrows each tile's row and depth
+  // loops to the rows inside (e1 dW 8%, f dW 5% faster on a Zen 3). Along the row the positions
+  // stay whole: they are the tile's steps. The diagonal form keeps every row (rd): dw_diag
+  // unrolls the taps kh inside its row loop, where the predicate would be a branch per tap.
+  {
+    Expr di = rdo * sd + kd * dd - pf, hi = rho * sh + kh * dh - pt;
+    if (dw_skips_pads(p, 0)) a.r.where(di >= 0 && di < D);
+    if (dw_skips_pads(p, 1)) a.r.where(hi >= 0 && hi < H);
+  }
   a.acc(c0, n, kw, kh, c1g, kd, g) = 0.0f;
   a.acc(c0, n, kw, kh, c1g, kd, g) +=
       a.dys(n, rwo, rho, rdo, rb, g) *
@@ -80,10 +93,12 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     } else {
       a.dyd(c0, m, w, h, d, b, g) = a.dys(min(c0 * M + m, cout_g - 1), w, h, d, b, g);
     }
+    a.rd = positions("rd");
+    RVar dwo = a.rd[0], dho = a.rd[1], ddo = a.rd[2], db = a.rd[3];
     a.accd(c0, m, kw, kh, kd, g) = 0.0f;
     a.accd(c0, m, kw, kh, kd, g) +=
-        a.dyd(c0, m, rwo, rho, rdo, rb, g) *
-        a.xs(c0, rwo * sw + kw * dw, rho * sh + kh * dh, 0, rdo * sd + kd * dd, rb, g);
+        a.dyd(c0, m, dwo, dho, ddo, db, g) *
+        a.xs(c0, dwo * sw + kw * dw, dho * sh + kh * dh, 0, ddo * sd + kd * dd, db, g);
     a.outd = Func("out");
     a.outd(c0, n, kw, kh, c1g, kd, g) =
         select(valid, a.accd(c0, n % M, kw, kh, kd, g), 0.0f);
