@@ -85,6 +85,7 @@ Estimate FwdTiled::estimate_tiles(const Problem& p, const Context& ctx, const Ge
   const double w_elems = double(p.group.real_g) * taps * p.group.cin1_g * p.group.cout_g * 16;
   n.pass_bytes = w_elems * (in_b + 4) + (stage_x(p) ? staged_x_bytes(p) * (in_b + 4) / 4 : 0);
   n.lane_use = lane_use_of(g.flops(), n);
+  n.executed = ops::inside_tap_share(p);
   return evaluate(n, Machine::of(ctx.target));
 }
 

@@ -257,6 +257,9 @@ TEST(CostModel, TapsInThePaddingAreNotCounted) {
   EXPECT_NEAR(ops::inside_tap_share(dw_problem(e1)), depth, 1e-12);
   EXPECT_TRUE(ops::dw_skips_pads(dw_problem(e1), 0));
   EXPECT_FALSE(ops::dw_skips_pads(dw_problem(e1), 1));
+  // The forward conv walks its output positions as dW does, and skips in both dims.
+  const Problem fwd = make_forward_problem(dw_problem(e1).geo, DType::kFloat32, DType::kFloat32);
+  EXPECT_NEAR(ops::inside_tap_share(fwd), depth * height, 1e-12);
   // Stride 2 (D = 16 -> 8): in dW only the first output position's first tap reads a pad. In
   // dX an input position walks only the taps of its phase (even i: tap 1; odd i: taps 0 and 2,
   // 24 in all), and only i = 15's tap 0 reads dy past its end (at 8).

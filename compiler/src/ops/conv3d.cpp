@@ -45,6 +45,13 @@ FwdAlgorithm define_forward(const Problem& p) {
 
   a.r = RDom(0, in_g, 0, Kw, 0, Kh, 0, Kd, "r");
   RVar rn = a.r[0], rkw = a.r[1], rkh = a.r[2], rkd = a.r[3];
+  // Taps whose x row lies in the depth or height padding are left out (as in dX: Halide narrows
+  // the tap loops of each output row); along the row the tile's positions share every tap.
+  {
+    Expr di = od * sd + rkd * dd - pf, hi = ho * sh + rkh * dh - pt;
+    if (pf > 0 || geo.pads[1] > 0) a.r.where(di >= 0 && di < D);
+    if (pt > 0 || geo.pads[3] > 0) a.r.where(hi >= 0 && hi < H);
+  }
   Expr gi = c1 / out1_g, c1g_i = c1 % out1_g;
   a.acc(c0, wo, ho, c1, od, b) = 0.0f;
   a.acc(c0, wo, ho, c1, od, b) +=

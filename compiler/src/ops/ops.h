@@ -227,7 +227,8 @@ inline bool dx_scatters(const Problem& p) {
 
 /** Of one dim's (position, tap) pairs, the share whose operand row is inside its volume. dX
  * walks input positions i and the taps k of i's stride phase, reading dy at (i + pad - k*dil)/s;
- * dW walks output positions o and every tap k, reading x at o*s + k*dil - pad. */
+ * dW and the forward conv walk output positions o and every tap k, reading x at
+ * o*s + k*dil - pad. */
 inline double inside_share_1d(OpKind op, int64_t in, int64_t out, int64_t k, int64_t s,
                               int64_t dil, int64_t pad) {
   int64_t walked = 0, inside = 0;
@@ -258,15 +259,14 @@ inline bool dw_skips_pads(const Problem& p, int i) {
                              g.dilation[i], g.pads[2 * i]) >= kDwSkipShare;
 }
 
-/** The share of the multiply-adds the dX and dW forms that leave out padding execute (dX: the
- * taps reading past dy's depth and height; dW: dw_skips_pads' rows); along the row every tap
- * is computed. The forward conv keeps them all: 1. */
+/** The share of the multiply-adds the forms that leave out padding execute (dX: the taps reading
+ * past dy's depth and height; the forward conv: past x's; dW: dw_skips_pads' rows); along the
+ * row every tap is computed. */
 inline double inside_tap_share(const Problem& p) {
   const ConvGeometry& g = p.geo;
-  if (p.op == OpKind::kForward) return 1.0;
   double share = 1.0;
   for (int i = 0; i < 2; ++i)  // depth, height
-    if (p.op == OpKind::kBackpropInput || dw_skips_pads(p, i))
+    if (p.op != OpKind::kBackpropFilter || dw_skips_pads(p, i))
       share *= inside_share_1d(p.op, g.in[i], g.out[i], g.kernel[i], g.stride[i], g.dilation[i],
                                g.pads[2 * i]);
   return share;
