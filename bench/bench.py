@@ -308,9 +308,9 @@ class Availability:
             spent = time.perf_counter() - t0
             if spent >= self.max_wait or self.waited + spent >= self.budget:
                 break
-            if self.avail(n, o) >= self.WAIT_FOR and self.cores(n, fresh=spent > 0.3) >= self.OK:
-                break
-            if self.cores(n) < self.OK:
+            if self.avail(n, o) >= self.WAIT_FOR:
+                if self.cores(n, fresh=spent > 0.3) >= self.OK:
+                    break
                 time.sleep(0.75)  # a placement lasts minutes: probe about once a second
         self.waited += time.perf_counter() - t0
 

@@ -255,8 +255,8 @@ TEST(CostModel, TapsInThePaddingAreNotCounted) {
   ASSERT_LT(1 - height, ops::kDwSkipShare);
   EXPECT_NEAR(ops::inside_tap_share(dx_problem(e1)), depth * height, 1e-12);
   EXPECT_NEAR(ops::inside_tap_share(dw_problem(e1)), depth, 1e-12);
-  EXPECT_TRUE(ops::dw_skips_pads(dw_problem(e1), 0));
-  EXPECT_FALSE(ops::dw_skips_pads(dw_problem(e1), 1));
+  EXPECT_TRUE(ops::skips_outside(dw_problem(e1), 0));
+  EXPECT_FALSE(ops::skips_outside(dw_problem(e1), 1));
   // The forward conv walks its output positions as dW does, and skips in both dims.
   const Problem fwd = make_forward_problem(dw_problem(e1).geo, DType::kFloat32, DType::kFloat32);
   EXPECT_NEAR(ops::inside_tap_share(fwd), depth * height, 1e-12);

@@ -49,8 +49,8 @@ FwdAlgorithm define_forward(const Problem& p) {
   // the tap loops of each output row); along the row the tile's positions share every tap.
   {
     Expr di = od * sd + rkd * dd - pf, hi = ho * sh + rkh * dh - pt;
-    if (pf > 0 || geo.pads[1] > 0) a.r.where(di >= 0 && di < D);
-    if (pt > 0 || geo.pads[3] > 0) a.r.where(hi >= 0 && hi < H);
+    if (skips_outside(p, 0)) a.r.where(di >= 0 && di < D);
+    if (skips_outside(p, 1)) a.r.where(hi >= 0 && hi < H);
   }
   Expr gi = c1 / out1_g, c1g_i = c1 % out1_g;
   a.acc(c0, wo, ho, c1, od, b) = 0.0f;

@@ -246,29 +246,35 @@ inline double inside_share_1d(OpKind op, int64_t in, int64_t out, int64_t k, int
   return walked ? double(inside) / walked : 1.0;
 }
 
+/** inside_share_1d of p's dim i (0: depth, 1: height). */
+inline double inside_share(const Problem& p, int i) {
+  const ConvGeometry& g = p.geo;
+  return inside_share_1d(p.op, g.in[i], g.out[i], g.kernel[i], g.stride[i], g.dilation[i],
+                         g.pads[2 * i]);
+}
+
 /** dW leaves out the rows (depth slices) whose tap reads x's pads only where at least this share
  * of a dim's pairs do: narrowing a tile's row loop costs each visit a little (the seed dW, 1 of
  * its 108 row pairs in the pads, ran 4% slower with it). */
 constexpr double kDwSkipShare = 1.0 / 32;
 
-/** Whether dW's reduction leaves out the rows of dim i (0: depth, 1: height) whose tap reads
- * x's pads (DwAlgorithm::r). */
-inline bool dw_skips_pads(const Problem& p, int i) {
-  const ConvGeometry& g = p.geo;
-  return 1 - inside_share_1d(OpKind::kBackpropFilter, g.in[i], g.out[i], g.kernel[i], g.stride[i],
-                             g.dilation[i], g.pads[2 * i]) >= kDwSkipShare;
+/** Whether op's reduction leaves out a dim's (position, tap) pairs whose operand row is outside,
+ * given the share `inside` of them that is not: dX and the forward conv wherever one is, dW
+ * from kDwSkipShare on. */
+inline bool skips_outside(OpKind op, double inside) {
+  return op == OpKind::kBackpropFilter ? 1 - inside >= kDwSkipShare : inside < 1;
 }
+/** skips_outside for p's dim i: whether its algorithm predicates that dim (depth 0, height 1). */
+inline bool skips_outside(const Problem& p, int i) { return skips_outside(p.op, inside_share(p, i)); }
 
-/** The share of the multiply-adds the forms that leave out padding execute (dX: the taps reading
- * past dy's depth and height; the forward conv: past x's; dW: dw_skips_pads' rows); along the
- * row every tap is computed. */
+/** The share of the multiply-adds the forms that leave out padding execute (the dims
+ * skips_outside names); along the row every tap is computed. */
 inline double inside_tap_share(const Problem& p) {
-  const ConvGeometry& g = p.geo;
   double share = 1.0;
-  for (int i = 0; i < 2; ++i)  // depth, height
-    if (p.op != OpKind::kBackpropFilter || dw_skips_pads(p, i))
-      share *= inside_share_1d(p.op, g.in[i], g.out[i], g.kernel[i], g.stride[i], g.dilation[i],
-                               g.pads[2 * i]);
+  for (int i = 0; i < 2; ++i) {  // depth, height
+    const double inside = inside_share(p, i);
+    if (skips_outside(p.op, inside)) share *= inside;
+  }
   return share;
 }
 
