@@ -96,6 +96,7 @@ const DwSchedule* dw_pointwise_schedule();
 const DwSchedule* dw_reference_schedule();  // reference.cpp
 const DxSchedule* dx_diag_schedule();
 const DxSchedule* dx_cout_lanes_schedule();
+const DxSchedule* dx_w_lanes_schedule();
 const DxSchedule* dx_pointwise_schedule();
 const DxSchedule* dx_tiled_schedule();
 const DxSchedule* dx_amx_schedule();

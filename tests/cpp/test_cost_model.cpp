@@ -116,6 +116,25 @@ TEST(CostModel, StemPrefersOutputChannelsInLanes) {
     if (r.schedule == "dw_tiled") EXPECT_GT(r.ms, 2.5 * ranked[0].ms) << r.variant;
 }
 
+TEST(CostModel, StemDxOnAvx2PutsPositionsInLanes) {
+  // With AVX2's 16 ymm, dx_cout_lanes' tile holds 2 positions, so each weight vector it loads
+  // from L2 serves 2 positions; dx_w_lanes broadcasts a weight to 4 vectors of 8 positions (stem
+  // dX on a Zen 3: 79 against 101 ms). The model ranks it first there.
+  // A stem's rows of 112 positions fill a 3 x 4 tile.
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target avx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
+  const sched::Context ctx{avx2, 1, ""};
+  Conv wide = kStem;
+  wide.w = 112;
+  const Problem p = dx_problem(wide);
+  const sched::Estimate w = sched::dx_w_lanes_schedule()->estimate(p, ctx);
+  const sched::Estimate n = sched::dx_cout_lanes_schedule()->estimate(p, ctx);
+  EXPECT_LT(w.cycles, n.cycles) << sched::dx_w_lanes_schedule()->describe(p, ctx);
+  EXPECT_NE(sched::dx_w_lanes_schedule()->describe(p, ctx).find("3c0 x 4 x 8w"), std::string::npos)
+      << sched::dx_w_lanes_schedule()->describe(p, ctx);
+  knobs::unset("TBEX_CALIBRATE");
+}
+
 TEST(CostModel, PredictionsScaleWithWorkAndThreads) {
   // The model's mechanics with its constants: a host's calibration may rightly predict less
   // than 1.7x (on a Zen 3 its shared-L3 rate, 60% of one thread's, bounds b_c3d's dX at 1.5x;
@@ -152,7 +171,8 @@ TEST(CostModel, OwnTilesFitTheTargetsRegisterFile) {
   const std::vector<std::pair<Problem, const sched::DxSchedule*>> dxs{
       {dx_problem(kLarge), sched::dx_tiled_schedule()},
       {dx_problem(k1x1), sched::dx_pointwise_schedule()},
-      {dx_problem(kStem), sched::dx_cout_lanes_schedule()}};
+      {dx_problem(kStem), sched::dx_cout_lanes_schedule()},
+      {dx_problem(kStem), sched::dx_w_lanes_schedule()}};
   auto check = [&](const Problem& p, const auto* s) {
     ASSERT_EQ(s->why_not(p), "") << s->name();
     const sched::Context ctx{avx2, 1, ""};

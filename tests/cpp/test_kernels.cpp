@@ -327,18 +327,21 @@ Problem dw_problem(const Case& c) {
                                       {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]}, para_for(c, false));
 }
 
-// dx_cout_lanes: each output row is one thread's work, so 1 and 2 threads give the same bits.
-TEST(KernelExtras, DxCoutLanesThreadCountDoesNotChangeResults) {
-  for (const char* name : {"stem_scaled_cin3", "few_cin_grouped", "few_cin1_split"}) {
-    const std::vector<float> one = dx_with_threads(case_named(name), "dx_cout_lanes", 1),
-                             two = dx_with_threads(case_named(name), "dx_cout_lanes", 2);
-    ASSERT_EQ(one.size(), two.size());
-    EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * 4)) << name;
-  }
+// dx_cout_lanes and dx_w_lanes: each output row is one thread's work, so 1 and 2 threads give
+// the same bits.
+TEST(KernelExtras, FewCinDxThreadCountDoesNotChangeResults) {
+  for (const char* schedule : {"dx_cout_lanes", "dx_w_lanes"})
+    for (const char* name : {"stem_scaled_cin3", "few_cin_grouped", "few_cin1_split"}) {
+      const std::vector<float> one = dx_with_threads(case_named(name), schedule, 1),
+                               two = dx_with_threads(case_named(name), schedule, 2);
+      ASSERT_EQ(one.size(), two.size());
+      EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * 4)) << schedule << " " << name;
+    }
 }
 
-// "auto" picks dx_cout_lanes for few valid input lanes and dx_tiled otherwise.
-TEST(KernelExtras, DxCoutLanesDispatch) {
+// The first applicable entry is dx_cout_lanes for few valid input lanes and dx_tiled otherwise;
+// dx_w_lanes applies exactly where the few-lane entries do.
+TEST(KernelExtras, FewCinDxDispatch) {
   for (const auto& [name, want] : std::vector<std::pair<std::string, std::string>>{
            {"stem_scaled_cin3", "dx_cout_lanes"}, {"few_cin8_strided", "dx_cout_lanes"},
            {"few_cin_grouped", "dx_cout_lanes"}, {"few_cin9_rejected", "dx_tiled"},
@@ -351,9 +354,13 @@ TEST(KernelExtras, DxCoutLanesDispatch) {
                                             DType::kFloat32, {c.cout, g.cin_pg(), c.k[0], c.k[1], c.k[2]},
                                             {c.n, c.in[0], c.in[1], c.in[2], c.cin}, para_for(c, true));
     std::string first;
-    for (const auto& [sched, why] : explain_schedules(p))
+    bool w_lanes = false;
+    for (const auto& [sched, why] : explain_schedules(p)) {
       if (why.empty() && first.empty()) first = sched;
+      if (sched == "dx_w_lanes") w_lanes = why.empty();
+    }
     EXPECT_EQ(first, want) << name;
+    EXPECT_EQ(w_lanes, want == "dx_cout_lanes") << name;
   }
 }
 
