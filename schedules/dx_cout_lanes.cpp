@@ -158,12 +158,11 @@ class DxCoutLanes final : public DxSchedule {
     const double dy_bytes = (t.qt + taps_w) * 64.0 * blocks * taps_dh;
     n.visit_bytes = w_bytes + dy_bytes;
     n.visit_footprint = (int64_t)n.visit_bytes;
-    n.chunk_footprint = int64_t(w_bytes * g.stride[2]) +
-                        dx_dy_rows(p) * g.out[2] * p.group.cout_g * 4;
+    n.chunk_footprint = int64_t(w_bytes * g.stride[2]) + dx_row_dy_bytes(p);
     n.units = rows;
     // Passes: dy staged in fp32, the per-tile horizontal sums (about 8 ops per output element),
     // the row scatter back to 6HD.
-    n.pass_bytes = staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4;
+    n.pass_bytes = dx_pass_bytes(p);
     n.pass_ops = double(tiles) * cv * t.qt * 8;
     n.lane_use = lane_use_of(g.flops(), n);
     n.executed = ops::inside_tap_share(p);
@@ -171,10 +170,8 @@ class DxCoutLanes final : public DxSchedule {
   }
 
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
-    internal_check(a.out_lanes.defined() && a.cin_valid == cin_valid(p),
-                   "dx_cout_lanes: the algorithm defines no out_lanes for this problem");
+    use_out_lanes(a, p, name());
     const Tiles t = choose_tiles(p, ctx, ctx.variant);
-    a.out = a.out_lanes;  // computes dxp, acc and wz at the valid lanes only
 
     // Staged fp32 operands: weights n-innermost (a 16-lane load per c0 and tap), dy as is.
     a.wz.reorder_storage(a.n, a.c0, a.c1g, a.kw, a.kh, a.kd, a.g)

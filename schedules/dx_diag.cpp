@@ -86,7 +86,7 @@ class DxDiag final : public DxSchedule {
     n.chunk_footprint = dx_dy_rows(p) * (g.out[2] + g.kernel[2]) * 64 * int64_t(mult);
     n.units = p.group.real_g * g.n * depth_chunks(p, ctx.threads);
     // Passes: zero-padded fp32 dy planes, the output (and the phase scatter when strided).
-    n.pass_bytes = staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4 * (is_strided(p) ? 2 : 1);
+    n.pass_bytes = dx_pass_bytes(p, is_strided(p) ? 2 : 1);
     n.lane_use = lane_use_of(g.flops(), n);
     n.executed = ops::inside_tap_share(p);
     return evaluate(n, Machine::of(ctx.target));

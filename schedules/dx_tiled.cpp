@@ -91,7 +91,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // together is those weights and the row's dy rows (not every block's weights: the next ct
   // blocks come once per row). Chunks of kt taps: a visit runs one chunk of one tile, reading
   // the chunk's dy window and weights.
-  const double dy_rows_bytes = double(dx_dy_rows(p)) * g.out[2] * gd.cout_g * 4 * gd.real_g;
+  const double dy_rows_bytes = double(dx_row_dy_bytes(p)) * gd.real_g;
   const bool chunks = chunked(s, t);
   const double chunk_count = chunks ? double(s.chunk_taps.back()) / t.kt : 1;
   const double w_chunk = w_bytes / chunk_count;

@@ -22,7 +22,6 @@
 #include "schedules/registry.h"
 #include "schedules/tile_space.h"
 #include "schedules/tiling.h"
-#include "tbex/errors.h"
 
 namespace tbex::sched {
 namespace {
@@ -55,8 +54,10 @@ int qv_max(const Problem& p, const Halide::Target& t) {
   return (int)std::max<int64_t>(1, std::min<int64_t>(free, row_vectors(p, t)));
 }
 
-/** The widest tile that covers a phase row in as few tiles as the widest does (less recomputed
- * overlap at the row's end), then the fields `variant` sets. */
+/** The narrowest tile that covers a phase row in as few tiles as the widest does (less
+ * recomputed overlap: the last tile of a row is shifted back onto the one before it; a row of 7
+ * vectors with room for 5 takes two tiles of 4 overlapping by 1, not 5 + 5 overlapping by 3),
+ * then the fields `variant` sets. */
 Tiles choose_tiles(const Problem& p, const Context& ctx, const std::string& variant) {
   const int64_t vecs = row_vectors(p, ctx.target);
   const int qmax = qv_max(p, ctx.target);
@@ -116,21 +117,19 @@ class DxWLanes final : public DxSchedule {
                             p.group.cout_g * dx_dy_rows(p);
     n.visit_bytes = w_bytes / g.stride[2] + dy_bytes;
     n.visit_footprint = (int64_t)n.visit_bytes;
-    n.chunk_footprint = int64_t(w_bytes) + dx_dy_rows(p) * g.out[2] * p.group.cout_g * 4;
+    n.chunk_footprint = int64_t(w_bytes) + dx_row_dy_bytes(p);
     n.units = rows;
     // Passes: dy staged in fp32 (transposed), the row gather back to 6HD.
-    n.pass_bytes = staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4;
+    n.pass_bytes = dx_pass_bytes(p);
     n.lane_use = lane_use_of(g.flops(), n);
     n.executed = ops::inside_tap_share(p);
     return evaluate(n, Machine::of(ctx.target));
   }
 
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
-    internal_check(a.out_lanes.defined() && a.cin_valid == cin_valid(p),
-                   "dx_w_lanes: the algorithm defines no out_lanes for this problem");
+    use_out_lanes(a, p, name());
     const Tiles t = choose_tiles(p, ctx, ctx.variant);
     const int V = lanes_of(ctx.target);
-    a.out = a.out_lanes;  // computes dxp, acc and wz at the valid lanes only
 
     // Weights with the cv valid lanes innermost: a step's broadcasts share one line.
     a.wz.compute_root();

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "schedules/tiling.h"
+#include "tbex/errors.h"
+
 namespace tbex::sched {
 
 using namespace Halide;
@@ -24,6 +27,12 @@ void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct) {
   Func wz = a.wz;  // a handle to the same Func
   stage_root(wz, a.c0, 0, {a.kd, a.g}, {"t1"});
   if (ct < p.group.cin1_g) wz.reorder_storage(a.c0, a.n, a.kw, a.kh, a.kd, a.c1g, a.g);
+}
+
+void use_out_lanes(ops::DxAlgorithm& a, const Problem& p, const std::string& schedule) {
+  internal_check(a.out_lanes.defined() && a.cin_valid == cin_valid(p),
+                 schedule + ": the algorithm defines no out_lanes for this problem");
+  a.out = a.out_lanes;
 }
 
 void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, const Var& pos,

@@ -24,6 +24,10 @@ void stage_root(Halide::Func f, const Halide::Var& lanes, int width,
  * alias in L1's sets (a 1 KB stride). */
 void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct);
 
+/** A schedule computing only a few-input-channel dX's valid lanes makes the algorithm's
+ * out_lanes the pipeline's output (so dxp, acc and wz are computed at those lanes only). */
+void use_out_lanes(ops::DxAlgorithm& a, const Problem& p, const std::string& schedule);
+
 /** The GEMM register tile: `acc` computed at `at` of `owner`, its 16 c0 lanes vectorized and the
  * tile's positions `pos` and channel blocks `blk` unrolled; the update walks r (n, kw, kh, kd)
  * outside the tile. pairs: r is (e, n2, kw, kh, kd) with the pair e vectorized inside c0, an

@@ -132,4 +132,15 @@ inline int64_t dx_dy_rows(const Problem& p) {
          ops::phase_tap_extent(g.kernel[1], g.stride[1], g.dilation[1]);
 }
 
+/** Bytes of the fp32 dy rows one row of dX positions reads in one real group (every channel). */
+inline int64_t dx_row_dy_bytes(const Problem& p) {
+  return dx_dy_rows(p) * p.geo.out[2] * p.group.cout_g * 4;
+}
+
+/** Bytes of dX's staging and output passes: dy read in its dtype and written in fp32, dX written
+ * `out_passes` times (a strided diagonal form writes its phase frame, then gathers it). */
+inline double dx_pass_bytes(const Problem& p, int out_passes = 1) {
+  return staged_dy_elems(p) * (input_bytes(p) + 4) + dx_elems(p) * 4 * out_passes;
+}
+
 }  // namespace tbex::sched
