@@ -259,14 +259,14 @@ TEST(Variants, DxCoutLanesMatchesReference) {
 }
 
 // dx_w_lanes (few input channels: positions along w in the lanes), every variant, fp32 and bf16:
-// the scaled stem and a grouped case with dilation as above, with rows of 41 and 37 positions,
-// so that the phase rows (21 / 20 and 19 / 18 positions) are 3 x 8 or 2 x 16 lanes: tiles of 1
+// a scaled stem (3 valid lanes, 7x7 taps, stride 2) and a grouped case with dilation (two groups
+// of 3 input channels in one block), with rows of 41 and 37 positions, so that the phase rows (21 / 20 and 19 / 18 positions) are 3 x 8 or 2 x 16 lanes: tiles of 1
 // and 2 vectors leave a ragged last vector, and 2 a last tile overlapping the one before (AVX2).
 // (The shorter rows of the kernel tests hold one vector: one tile, no variants.)
 TEST(Variants, DxWLanesMatchesReference) {
   const Case few[] = {
-      {"stem_row41", 1, 3, 32, 1, {3, 5, 41}, {2, 5, 7}, {1, 2, 2}, {1, 1, 1}, {1, 0, 2, 3, 3, 2}},
-      {"grouped_dilated_row37", 2, 4, 32, 2, {2, 4, 37}, {1, 3, 3}, {1, 1, 2}, {1, 2, 1}, {0, 0, 2, 1, 1, 1}},
+      {"stem_row41", 1, 3, 64, 1, {3, 5, 41}, {3, 7, 7}, {1, 2, 2}, {1, 1, 1}, {1, 1, 3, 3, 3, 3}},
+      {"grouped_dilated_row37", 2, 6, 32, 2, {2, 4, 37}, {1, 3, 3}, {1, 1, 2}, {1, 2, 1}, {0, 0, 2, 1, 1, 1}},
   };
   for (const Case& c : few)
     for (DType dtype : {DType::kFloat32, DType::kBFloat16})
