@@ -82,15 +82,16 @@ class DxWLanes final : public DxSchedule {
   std::string why_not(const Problem& p) const override {
     if (std::string why = few_cin_why_not(p, kMaxValidCin, "dx_tiled"); !why.empty()) return why;
     // dx_cout_lanes is slow where its weights stream from L2 or its tile spills; elsewhere it
-    // measured faster than this schedule, which the model does not see: 3x3x3 kernels at unit
-    // stride with 3 or 4 valid lanes (a phase's weights 10-28 KB) ran 0.80-0.89x this
-    // schedule's time on a Zen 3, while the stem (37 KB) ran 0.78x its time here.
+    // measured faster than this schedule, which the model does not see: with 3x3x3 kernels at
+    // unit stride and 3 or 4 valid lanes (a phase's weights 10-28 KB) it took 0.80-0.89x this
+    // schedule's time on a Zen 3, while on the stem (37 KB) this one took 0.78x its time.
     const ConvGeometry& g = p.geo;
     int64_t taps = 1;
     for (int i = 0; i < 3; ++i)
       taps *= ops::phase_tap_extent(g.kernel[i], g.stride[i], g.dilation[i]);
     const int64_t weights = cin_valid(p) * p.group.cout_g * taps * 4;
-    if (cin_valid(p) <= kCoutLanesFitValid && weights <= kSmallestL1)
+    if (cin_valid(p) <= kCoutLanesFitValid && weights <= kSmallestL1 &&
+        dx_cout_lanes_schedule()->why_not(p).empty())
       return "dx_cout_lanes reads a phase's weights (" + std::to_string(weights >> 10) +
              " KB) from L1 with an unspilled tile: faster here";
     return "";
