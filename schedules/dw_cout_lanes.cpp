@@ -19,7 +19,6 @@ namespace {
 
 using namespace Halide;
 
-constexpr int kMaxValidCin = 8;  ///< beyond this, dw_tiled's c0 lanes are mostly useful
 constexpr int64_t kMaxRootXsBytes = int64_t(64) << 20;  ///< staged x held whole up to this
 
 struct FewCinTiles {
@@ -69,7 +68,7 @@ class DwCoutLanes final : public DwSchedule {
  public:
   std::string name() const override { return "dw_cout_lanes"; }
   std::string why_not(const Problem& p) const override {
-    if (std::string why = few_cin_why_not(p, kMaxValidCin, "dw_tiled"); !why.empty()) return why;
+    if (std::string why = few_cin_why_not(p, "dw_tiled"); !why.empty()) return why;
     if (cout_valid(p) < 16)
       return "only " + std::to_string(cout_valid(p)) + " output channels per real group: n lanes would be padding";
     return dw_accumulator_why_not(p);

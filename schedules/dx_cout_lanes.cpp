@@ -29,7 +29,6 @@ namespace {
 
 using namespace Halide;
 
-constexpr int kMaxValidCin = 8;  ///< beyond this, dx_tiled's c0 lanes are mostly useful
 /** 16-lane vectors the register file holds: accumulators + cv weights + 1 dy vector (32 zmm;
  * AVX2's 16 ymm hold 8), and the accumulators per register tile (AVX-512: 24). */
 int regs_of(const Halide::Target& t) { return vector_registers(t) / vectors_per_c0(t); }
@@ -88,7 +87,7 @@ class DxCoutLanes final : public DxSchedule {
  public:
   std::string name() const override { return "dx_cout_lanes"; }
   std::string why_not(const Problem& p) const override {
-    if (std::string why = few_cin_why_not(p, kMaxValidCin, "dx_tiled"); !why.empty()) return why;
+    if (std::string why = few_cin_why_not(p, "dx_tiled"); !why.empty()) return why;
     const int cv = cin_valid(p);
     // Lanes doing useful work: cout_valid / cout_g here, cv / 16 in dx_tiled; ask for twice.
     if (cout_valid(p) * 16 < 2 * cv * p.group.cout_g)

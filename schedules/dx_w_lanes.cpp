@@ -28,10 +28,9 @@ namespace {
 
 using namespace Halide;
 
-constexpr int kMaxValidCin = 8;  ///< as dx_cout_lanes: beyond this, dx_tiled's lanes are useful
-/** Valid lanes up to which dx_cout_lanes' tile holds its accumulators unspilled on AVX2 (6 ymm
- * of 12 accumulators: cv x 1-2 positions x 2 ymm), and the smallest L1 data cache of the x86
- * cores tbex runs on: where a phase's weights fit it, dx_cout_lanes reads them from L1. */
+/** Valid lanes up to which dx_cout_lanes' AVX2 tile (cv x 1-2 positions, 2 ymm each) fits the
+ * 16 ymm unspilled, and the smallest L1 data cache of the x86 cores tbex runs on: where a
+ * phase's weights fit it, dx_cout_lanes reads them from L1. */
 constexpr int kCoutLanesFitValid = 4;
 constexpr int64_t kSmallestL1 = 32 << 10;
 
@@ -80,15 +79,14 @@ class DxWLanes final : public DxSchedule {
  public:
   std::string name() const override { return "dx_w_lanes"; }
   std::string why_not(const Problem& p) const override {
-    if (std::string why = few_cin_why_not(p, kMaxValidCin, "dx_tiled"); !why.empty()) return why;
+    if (std::string why = few_cin_why_not(p, "dx_tiled"); !why.empty()) return why;
     // dx_cout_lanes is slow where its weights stream from L2 or its tile spills; elsewhere it
     // measured faster than this schedule, which the model does not see: with 3x3x3 kernels at
     // unit stride and 3 or 4 valid lanes (a phase's weights 10-28 KB) it took 0.80-0.89x this
     // schedule's time on a Zen 3, while on the stem (37 KB) this one took 0.78x its time.
     const ConvGeometry& g = p.geo;
-    int64_t taps = 1;
-    for (int i = 0; i < 3; ++i)
-      taps *= ops::phase_tap_extent(g.kernel[i], g.stride[i], g.dilation[i]);
+    const int64_t taps =
+        dx_dy_rows(p) * ops::phase_tap_extent(g.kernel[2], g.stride[2], g.dilation[2]);
     const int64_t weights = cin_valid(p) * p.group.cout_g * taps * 4;
     if (cin_valid(p) <= kCoutLanesFitValid && weights <= kSmallestL1 &&
         dx_cout_lanes_schedule()->why_not(p).empty())

@@ -85,16 +85,20 @@ inline int64_t dw_out_count(const Problem& p) {
 }
 inline double dw_out_elems(const Problem& p) { return double(dw_out_count(p)); }
 
-/** "" when the first input block of a real group holds few valid lanes (at most `max_valid`):
- * the few-input-channel schedules put output channels in the lanes instead; else why not
- * (`dense` names the schedule whose c0 lanes are then useful). */
-inline std::string few_cin_why_not(const Problem& p, int max_valid, const std::string& dense) {
+/** Valid input lanes of a block up to which the few-input-channel schedules apply: beyond this,
+ * the dense schedules' c0 lanes are mostly useful. */
+constexpr int kFewCinMaxValid = 8;
+
+/** "" when the first input block of a real group holds few valid lanes (at most
+ * kFewCinMaxValid): the few-input-channel schedules put output channels or positions in the
+ * lanes instead; else why not (`dense` names the schedule whose c0 lanes are then useful). */
+inline std::string few_cin_why_not(const Problem& p, const std::string& dense) {
   if (p.group.cin1_g != 1)
     return std::to_string(p.group.cin1_g) + " input blocks per real group fill c0 lanes";
   const int cv = cin_valid(p);
-  if (cv > max_valid)
+  if (cv > kFewCinMaxValid)
     return std::to_string(cv) + " valid input channels per block (more than " +
-           std::to_string(max_valid) + ") fill " + dense + "'s c0 lanes";
+           std::to_string(kFewCinMaxValid) + ") fill " + dense + "'s c0 lanes";
   return "";
 }
 
