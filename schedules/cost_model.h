@@ -127,6 +127,11 @@ struct LoopNest {
                                ///< drain, zeroing and stores waiting on the multiplies)
   double executed = 1;         ///< share of the steps the loops run: taps reading padding are
                                ///< left out (inside_tap_share)
+  /** Bytes the loops read again from beyond the L2 between the hot loop's visits (a window
+   * one pass leaves behind for the next), and the footprint of that window: priced beside the
+   * passes, from L3 or DRAM. */
+  double reread_bytes = 0;
+  int64_t reread_footprint = 0;
 };
 
 /** Useful / executed FMA lanes: `flops` (2 per multiply-add) over the nest's vector FMAs. */

@@ -39,6 +39,9 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
       for (int taps : {kw, kh * kw, kd * kh * kw})
         if (s.chunk_taps.empty() || taps > s.chunk_taps.back()) s.chunk_taps.push_back(taps);
       s.k_bytes = p.group.cout_g * 64;
+      // A depth slice's dy rows: each kd tap's rows under the slice's output rows.
+      s.slice_rows = p.geo.in[1];
+      s.slice_dy_bytes = dx_row_dy_bytes(p) / kh * (p.geo.in[1] + (kh - 1) * p.geo.dilation[1]);
     }
     return s;
   }
@@ -120,6 +123,22 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
   n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
+  // Row groups (GemmTiles::hb). Without them each block of a real group after the first reads
+  // a depth slice's dy rows again, from beyond the L2 where they overflow twice of it (own_hb);
+  // with them each group of rows reads the group's blocks' weights again where they overflow
+  // the L2.
+  if (s.slice_rows > 0) {
+    const double slices = double(g.n) * g.in[0] * gd.real_g;
+    const int64_t passes = block_passes(s, t);
+    const double group_weights = double(passes) * w_bytes;
+    if (t.hb == 0 && passes > 1 && s.slice_dy_bytes > 2 * m.l2) {
+      n.reread_bytes = slices * double(passes - 1) * s.slice_dy_bytes;
+      n.reread_footprint = s.slice_dy_bytes;
+    } else if (t.hb > 0 && group_weights > m.l2) {
+      n.reread_bytes = slices * double(ceil_div(s.slice_rows, (int64_t)t.hb)) * group_weights;
+      n.reread_footprint = int64_t(group_weights);
+    }
+  }
   if (chunks) {
     // Each visit then adds its partial sums to the row in L1 (a load and a store per
     // accumulator vector, what evaluate charges a visit for its accumulators); each row is
@@ -172,6 +191,10 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
     register_tile(acc, a.dxp, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
     return;
   }
+  // Groups of hb output rows, every channel block inside each group (GemmTiles::hb): the loop
+  // over one row's tiles is at hi.
+  Var ho("ho"), hi("hi");
+  const Var row = t.hb > 0 ? hi : a.h;
   if (chunked(s, t)) {
     // Reduction chunks (one kernel row, or one depth slice, of taps): acc holds the row of ct
     // blocks in L1; for each chunk every tile of the row computes its partial sums in registers
@@ -184,7 +207,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
     else chunks.insert(chunks.begin(), a.r[2]);
     Func part = slices ? acc.update().rfactor(a.r[3], v)
                        : acc.update().rfactor({{a.r[2], u}, {a.r[3], v}});
-    acc.compute_at(a.out, a.h).vectorize(c0);
+    acc.compute_at(a.out, row).vectorize(c0);
     std::vector<VarOrRVar> order{c0, awi, c1, awo};
     order.insert(order.end(), chunks.begin(), chunks.end());
     acc.update()
@@ -195,10 +218,13 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
         .unroll(c1);
     register_tile(part, acc, awo, c0, qw, c1, in_part, false, t.kwt > 1);
   }
+  a.out.split(a.w, wo, wi, t.qt).split(c1, c1o, c1i, t.ct);
+  if (t.hb > 0)
+    a.out.split(a.h, ho, hi, t.hb, TailStrategy::GuardWithIf)
+        .reorder(c0, wi, c1i, wo, hi, c1o, ho, a.d, b);
+  else
+    a.out.reorder(c0, wi, c1i, wo, a.h, c1o, a.d, b);
   a.out.compute_root()
-      .split(a.w, wo, wi, t.qt)
-      .split(c1, c1o, c1i, t.ct)
-      .reorder(c0, wi, c1i, wo, a.h, c1o, a.d, b)
       .vectorize(c0)
       .unroll(wi)
       .unroll(c1i)

@@ -27,6 +27,12 @@ struct GemmTiles {
    * adding its partial sums there, so the weights of one chunk (every output channel at those
    * taps) stay in L1 for every tile of the row instead of streaming from L2 per tile. */
   int kt = 0;
+  /** Output rows per group whose channel blocks run inside the group (0: no groups, every
+   * block passes over all rows of a depth slice). Each block's pass reads the slice's dy rows;
+   * where they overflow the L2 the next block reads them again from L3 or DRAM, and a group of
+   * rows keeps them in L2 across the blocks instead, reading the blocks' weights once per group
+   * (GemmShape::slice_dy_bytes). */
+  int hb = 0;
 };
 
 /** What a schedule's GEMM tile is drawn from. */
@@ -53,6 +59,11 @@ struct GemmShape {
    * k_bytes: the weight bytes one tap holds per channel block (every output channel's row). */
   std::vector<int> chunk_taps;
   int64_t k_bytes = 0;
+  /** Output rows a depth slice has where its tiles may run in groups of rows (GemmTiles::hb,
+   * key "hb"); 0: no row groups. slice_dy_bytes: the dy rows one depth slice's pass of a channel
+   * block reads (one real group's channels). */
+  int64_t slice_rows = 0;
+  int64_t slice_dy_bytes = 0;
 };
 
 /** The vector registers (in 16-lane units) a tile of t.qt x t.ct with `taps` row taps per step,
@@ -73,6 +84,12 @@ inline int spanned_groups(int64_t group_blocks, int ct) {
 /** Whether t splits the reduction into chunks of t.kt taps. */
 bool chunked(const GemmShape& s, const GemmTiles& t);
 
+/** Channel blocks of one real group that pass over a depth slice's dy rows one after another
+ * (1 for tiles spanning real groups: each block reads its own group's dy). */
+inline int64_t block_passes(const GemmShape& s, const GemmTiles& t) {
+  return s.group_blocks > t.ct ? s.group_blocks / t.ct : 1;
+}
+
 /** Whether `bytes` of a tile's weights (one chunk's, or all of them unchunked) stay in L1 across
  * the tiles of a row, each visit bringing in its share: unchunked, within the L1 (what own_kt
  * leaves unchunked); a chunk, within Machine::l1_visit_bytes (the row of partial sums shares the
@@ -84,7 +101,8 @@ bool weights_stay_in_l1(const Machine& m, double bytes, bool chunks);
 GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant);
 
 /** "qt=..,ct=.." (and ",pair=.." where s has a pair form, ",kwt=.." where it has row taps,
- * ",kt=.." where it has reduction chunks) */
+ * ",kt=.." where it has reduction chunks, ",hb=.." where it has row groups: the slice's rows
+ * for none) */
 std::string gemm_key(const GemmTiles& t, const GemmShape& s);
 
 /** "" (the own choice) first, then per CT (a divisor of the blocks up to 4; those keeping a tile
@@ -94,7 +112,8 @@ std::string gemm_key(const GemmTiles& t, const GemmShape& s);
 std::vector<std::string> gemm_candidates(const GemmShape& s);
 
 /** "[<gemm_key>] register tile 16c0 x <ct>c1 x <qt><pos>, " (", bf16 pair dot products",
- * ", row taps unrolled", ", reduction in chunks of <kt> taps, row of partial sums in L1") */
+ * ", row taps unrolled", ", reduction in chunks of <kt> taps, row of partial sums in L1",
+ * ", channel blocks inside groups of <hb> rows") */
 std::string describe_gemm_tile(const GemmTiles& t, const GemmShape& s, const char* pos);
 
 /** A schedule whose tiles come from a GEMM tile space: it always applies; its candidates and its

@@ -209,15 +209,57 @@ TEST(CostModel, DxTilesOnAvx2WhereTheWeightsStayInL1) {
       if (k.rfind(tile, 0) == 0) return k;
     return std::string();
   };
-  EXPECT_EQ(first_of(keys, "qt=4,ct=1,"), "qt=4,ct=1,kwt=1,kt=27");
-  EXPECT_NE(std::find(keys.begin(), keys.end(), "qt=4,ct=1,kwt=3,kt=27"), keys.end());
-  EXPECT_NE(s->describe(p, ctx).find("[qt=6,ct=1,kwt=1,kt=27]"), std::string::npos)
+  // (hb=28: no row groups, each block of a real group of 1 reads its own dy.)
+  EXPECT_EQ(first_of(keys, "qt=4,ct=1,"), "qt=4,ct=1,kwt=1,kt=27,hb=28");
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "qt=4,ct=1,kwt=3,kt=27,hb=28"), keys.end());
+  EXPECT_NE(s->describe(p, ctx).find("[qt=6,ct=1,kwt=1,kt=27,hb=28]"), std::string::npos)
       << s->describe(p, ctx);
   const double own = s->estimate(p, ctx).cycles;
-  const double exact = s->estimate(p, {avx2, 1, "qt=4,ct=1,kwt=1,kt=27"}).cycles;
+  const double exact = s->estimate(p, {avx2, 1, "qt=4,ct=1,kwt=1,kt=27,hb=28"}).cycles;
   EXPECT_LT(exact, 0.98 * own) << exact << " vs " << own;
   const std::string large = first_of(s->candidates(dx_problem(kLarge), ctx), "qt=4,ct=1,");
   EXPECT_EQ(large.rfind("qt=4,ct=1,kwt=3,", 0), 0u) << large;
+}
+
+TEST(CostModel, DxRowGroupsWhereBlocksTakeTurnsOnASlice) {
+  // b_c3d's dX: a depth slice's dy rows (3 x 58 rows of 56 positions x 128 channels, 5 MB)
+  // overflow twice the L2 of any x86 core. With one block per tile, each of the 4 blocks of the
+  // real group would read them again from L3: the tile runs in groups of 8 rows (the blocks
+  // inside each group), the ungrouped tile stays a candidate, and the model prices the rereads.
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target avx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
+  const auto* s = sched::dx_tiled_schedule();
+  const Problem p = dx_problem(kLarge);
+  const sched::Context own{avx2, 1, ""}, grouped{avx2, 1, "qt=4,ct=1,kwt=3,kt=3"},
+      whole{avx2, 1, "qt=4,ct=1,kwt=3,kt=3,hb=56"};
+  EXPECT_NE(s->describe(p, grouped).find(",hb=8] "), std::string::npos) << s->describe(p, grouped);
+  EXPECT_NE(s->describe(p, grouped).find("channel blocks inside groups of 8 rows"),
+            std::string::npos);
+  EXPECT_EQ(s->describe(p, whole).find("groups of"), std::string::npos) << s->describe(p, whole);
+  EXPECT_LT(s->estimate(p, grouped).cycles, s->estimate(p, whole).cycles);
+  const auto keys = s->candidates(p, own);
+  const auto count = [&](const char* part) {
+    return std::count_if(keys.begin(), keys.end(), [&](const std::string& k) {
+      return k.find(part) != std::string::npos;
+    });
+  };
+  EXPECT_GE(count(",hb=8"), 1);
+  EXPECT_GE(count(",hb=56"), 1) << "the ungrouped tile";
+  // A tile holding every block of its real group has no second pass: no groups.
+  EXPECT_EQ(s->describe(p, {avx2, 1, "qt=1,ct=4,kwt=1,kt=3"}).find("groups of"),
+            std::string::npos);
+  // Rows per group are positive; strided dX has no row groups.
+  EXPECT_THROW(s->describe(p, {avx2, 1, "qt=4,ct=1,hb=0"}), UserError);
+  Conv strided = kLarge;
+  strided.s[0] = strided.s[1] = strided.s[2] = 2;
+  try {
+    s->describe(dx_problem(strided), {avx2, 1, "qt=4,ct=1,hb=8"});
+    ADD_FAILURE() << "hb accepted on a strided dX";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("hb is only offered for unit-stride"), std::string::npos)
+        << e.what();
+  }
+  knobs::unset("TBEX_CALIBRATE");
 }
 
 sched::LoopNest nest_with(int accumulators, int operands) {

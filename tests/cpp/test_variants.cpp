@@ -120,10 +120,14 @@ TEST_P(VariantTest, DxTiledMatchesReference) {
   const Case& c = kCases[ci];
   // Reduction chunks by kernel rows and by depth slices (offered only where a block's weights
   // exceed the L1; valid on every unit-stride case): qt=2 leaves a ragged tile on odd rows.
+  // Groups of rows (the blocks inside each group), chunked and not: 4 rows leave a shorter
+  // last group on the plain case's 6.
   std::vector<std::string> chunks;
   if (c.s[0] * c.s[1] * c.s[2] == 1)
     chunks = {"qt=2,ct=1,kwt=1,kt=" + std::to_string(c.k[2]),
-              "qt=3,ct=1,kwt=" + std::to_string(c.k[2]) + ",kt=" + std::to_string(c.k[1] * c.k[2])};
+              "qt=3,ct=1,kwt=" + std::to_string(c.k[2]) + ",kt=" + std::to_string(c.k[1] * c.k[2]),
+              "qt=2,ct=1,kwt=1,kt=" + std::to_string(c.k[2]) + ",hb=4",
+              "qt=3,ct=1,kwt=1,kt=" + std::to_string(c.k[0] * c.k[1] * c.k[2]) + ",hb=2"};
   check_dx_case(c, dtype, "dx_tiled", 7 + ci, false, chunks);
 }
 
