@@ -124,14 +124,14 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
   // Row groups (GemmTiles::hb). Without them each block of a real group after the first reads
-  // a depth slice's dy rows again, from beyond the L2 where they overflow twice of it (own_hb);
-  // with them each group of rows reads the group's blocks' weights again where they overflow
-  // the L2.
+  // a depth slice's dy rows again where they overflow the L2 (slice_dy_overflows_l2, the rule
+  // own_hb groups by); with them each group of rows reads the group's blocks' weights again
+  // where they overflow the L2.
   if (s.slice_rows > 0) {
     const double slices = double(g.n) * g.in[0] * gd.real_g;
     const int64_t passes = block_passes(s, t);
     const double group_weights = double(passes) * w_bytes;
-    if (t.hb == 0 && passes > 1 && s.slice_dy_bytes > 2 * m.l2) {
+    if (t.hb == 0 && passes > 1 && slice_dy_overflows_l2(s, m)) {
       n.reread_bytes = slices * double(passes - 1) * s.slice_dy_bytes;
       n.reread_footprint = s.slice_dy_bytes;
     } else if (t.hb > 0 && group_weights > m.l2) {

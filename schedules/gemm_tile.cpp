@@ -75,16 +75,16 @@ int own_kt(const GemmShape& s, const GemmTiles& t) {
   return s.chunk_taps.front();
 }
 
-/** Rows per group a tile takes by default (GemmTiles::hb): none, unless two or more of a real
- * group's blocks pass over a depth slice whose dy rows overflow twice the L2 (where half of them
- * are still in L2 when the next block's pass begins): then groups of 8 rows, whose dy rows (10
- * of each depth tap) stay in L2 across the blocks. dX on a Zen 3, timed alternately: b_c3d
+/** Rows per group a tile takes by default (GemmTiles::hb): none, unless its blocks take turns on
+ * a depth slice whose dy rows overflow twice the L2 (row_groups_apply, slice_dy_overflows_l2):
+ * then groups of kGroupRows, whose dy rows (10 of each depth tap) stay in L2 across the
+ * blocks. dX on a Zen 3, timed alternately: b_c3d
  * [qt=4,ct=1,kwt=3,kt=3] (4 blocks, 5 MB of dy rows per slice) 570 against 632 ms at 1
  * thread, 284 against 308 at 2; c1 (2 blocks, 1.6 MB) 0.91x / 0.93x the ungrouped time;
  * c2 [qt=2,ct=2] (2 passes, 0.84 MB) 1.02-1.03x, so not grouped. */
 int own_hb(const GemmShape& s, const GemmTiles& t) {
-  if (s.slice_rows <= 8 || block_passes(s, t) < 2) return 0;
-  return s.slice_dy_bytes > 2 * Machine::of(s.target).l2 ? 8 : 0;
+  return row_groups_apply(s, t) && slice_dy_overflows_l2(s, Machine::of(s.target)) ? kGroupRows
+                                                                                  : 0;
 }
 
 }  // namespace
@@ -181,9 +181,9 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
     keys.push_back(key(t));
   }
   // The own tile with the other choice of row groups, where blocks take turns on a slice.
-  if (s.slice_rows > 8 && block_passes(s, own) >= 2) {
+  if (row_groups_apply(s, own)) {
     GemmTiles t = own;
-    t.hb = t.hb > 0 ? 0 : 8;
+    t.hb = t.hb > 0 ? 0 : kGroupRows;
     keys.push_back(key(t));
   }
   std::vector<int> cts;

@@ -90,6 +90,21 @@ inline int64_t block_passes(const GemmShape& s, const GemmTiles& t) {
   return s.group_blocks > t.ct ? s.group_blocks / t.ct : 1;
 }
 
+/** Output rows per group of a tile that runs in row groups (GemmTiles::hb). */
+constexpr int kGroupRows = 8;
+
+/** Whether row groups are a choice for t: two or more of its real group's blocks take turns on
+ * a depth slice of more rows than one group holds. */
+inline bool row_groups_apply(const GemmShape& s, const GemmTiles& t) {
+  return s.slice_rows > kGroupRows && block_passes(s, t) >= 2;
+}
+
+/** Whether a depth slice's dy rows overflow twice the L2, so that the next block's pass over the
+ * slice reads them again from L3 or DRAM (within twice the L2, half of them are still there). */
+inline bool slice_dy_overflows_l2(const GemmShape& s, const Machine& m) {
+  return s.slice_dy_bytes > 2 * m.l2;
+}
+
 /** Whether `bytes` of a tile's weights (one chunk's, or all of them unchunked) stay in L1 across
  * the tiles of a row, each visit bringing in its share: unchunked, within the L1 (what own_kt
  * leaves unchunked); a chunk, within Machine::l1_visit_bytes (the row of partial sums shares the
