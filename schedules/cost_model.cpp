@@ -110,26 +110,31 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   // A 16-lane tile vector is 16 / lanes machine vectors (AVX2: two); a broadcast is one load
   // whatever the width (counting it twice made AVX2 prefer 2-block tiles that measured slower).
   const double w = std::max(1.0, double(n.tile_lanes) / m.lanes);
-  RegisterTile t = n.tile;
-  t.fmas *= w, t.loads = (t.loads - t.broadcasts) * w + t.broadcasts, t.extra_ops *= w;
-  t.accumulators = int(t.accumulators * w), t.operands = int(t.operands * w);
-  // One reduction step: the busiest port, or the dependency chain of an accumulator.
-  const double mul_pipes = t.dots && m.dot_pipes > 0 ? m.dot_pipes : m.fma_pipes;
-  // A broadcast feeding one FMA only is folded into it as a memory operand (AVX-512), at the
-  // folded rate; a broadcast several FMAs share is loaded into a register once.
-  const bool folded = !t.dots && m.folded_fma_pipes > 0 && t.broadcasts > 0 &&
-                      t.fmas <= t.broadcasts;
-  const double fma_cycles = t.fmas / (folded ? m.folded_fma_pipes : mul_pipes);
-  double step = std::max({fma_cycles, t.loads / m.load_pipes,
-                          (t.fmas + t.loads + t.extra_ops) / m.issue,
-                          m.fma_latency * t.fmas / std::max(1, t.accumulators), t.unit_cycles});
-  e.registers = t.accumulators + t.operands;
-  const int spilled = std::max(0, e.registers - m.usable_vregs);
-  step += spilled;  // a store and a reload per spilled register and step, half a cycle each
-  // Entering and leaving a tile: zero / load the accumulators, store them, loop setup.
-  const double visit = n.steps_per_visit * n.executed * step + 2.0 * t.accumulators / m.load_pipes +
-                       12 + n.visit_cycles;
-  const double compute_total = n.visits * visit;
+  // The cycles of one visit of `tile`, and the vector registers it needs.
+  auto visit_of = [&](RegisterTile t, int* registers) {
+    t.fmas *= w, t.loads = (t.loads - t.broadcasts) * w + t.broadcasts, t.extra_ops *= w;
+    t.accumulators = int(t.accumulators * w), t.operands = int(t.operands * w);
+    // One reduction step: the busiest port, or the dependency chain of an accumulator.
+    const double mul_pipes = t.dots && m.dot_pipes > 0 ? m.dot_pipes : m.fma_pipes;
+    // A broadcast feeding one FMA only is folded into it as a memory operand (AVX-512), at the
+    // folded rate; a broadcast several FMAs share is loaded into a register once.
+    const bool folded = !t.dots && m.folded_fma_pipes > 0 && t.broadcasts > 0 &&
+                        t.fmas <= t.broadcasts;
+    const double fma_cycles = t.fmas / (folded ? m.folded_fma_pipes : mul_pipes);
+    double step = std::max({fma_cycles, t.loads / m.load_pipes,
+                            (t.fmas + t.loads + t.extra_ops) / m.issue,
+                            m.fma_latency * t.fmas / std::max(1, t.accumulators), t.unit_cycles});
+    *registers = t.accumulators + t.operands;
+    const int spilled = std::max(0, *registers - m.usable_vregs);
+    step += spilled;  // a store and a reload per spilled register and step, half a cycle each
+    // Entering and leaving a tile: zero / load the accumulators, store them, loop setup.
+    return n.steps_per_visit * n.executed * step + 2.0 * t.accumulators / m.load_pipes + 12 +
+           n.visit_cycles;
+  };
+  int tail_registers = 0;
+  const double compute_total =
+      n.visits * visit_of(n.tile, &e.registers) +
+      (n.tail_visits > 0 ? n.tail_visits * visit_of(n.tail, &tail_registers) : 0);
 
   // The shared levels deliver less per core when every thread streams.
   const bool shared = n.threads > 1;
@@ -145,7 +150,7 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   } else {
     e.level = "DRAM", bw = shared ? m.dram_bw_mt : m.dram_bw;
   }
-  const double memory_total = bw > 0 ? n.visits * n.visit_bytes / bw : 0;
+  const double memory_total = bw > 0 ? (n.visits + n.tail_visits) * n.visit_bytes / bw : 0;
 
   e.balance = balance_of(n.units, n.threads);
   const double per_thread = std::max(1, n.threads) * e.balance;
@@ -173,7 +178,8 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
 }
 
 double lane_use_of(double flops, const LoopNest& n) {
-  const double executed = n.visits * n.steps_per_visit * n.tile.fmas * n.tile_lanes;
+  const double executed =
+      (n.visits * n.tile.fmas + n.tail_visits * n.tail.fmas) * n.steps_per_visit * n.tile_lanes;
   return executed > 0 ? std::min(1.0, flops / 2 / executed) : 1.0;
 }
 

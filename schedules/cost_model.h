@@ -114,6 +114,11 @@ struct LoopNest {
   RegisterTile tile;
   double steps_per_visit = 1;  ///< reduction steps a tile runs before leaving registers
   double visits = 1;           ///< (tile, reduction chunk) visits in total
+  /** Visits of a shorter tile besides those: the last tile of a row that the loops peel off
+   * with the row's remainder (fewer accumulators, so its steps may wait on the FMA latency);
+   * same steps and operand bytes per visit as `tile`'s. */
+  RegisterTile tail;
+  double tail_visits = 0;
   double visit_bytes = 0;      ///< operand bytes a visit streams (distinct cache lines)
   int64_t visit_footprint = 0; ///< distinct bytes one visit touches
   int64_t chunk_footprint = 0; ///< distinct bytes all tiles of one reduction chunk touch

@@ -132,6 +132,13 @@ TEST(CostModel, StemDxOnAvx2PutsPositionsInLanes) {
   EXPECT_LT(w.cycles, n.cycles) << sched::dx_w_lanes_schedule()->describe(p, ctx);
   EXPECT_NE(sched::dx_w_lanes_schedule()->describe(p, ctx).find("3c0 x 4 x 8w"), std::string::npos)
       << sched::dx_w_lanes_schedule()->describe(p, ctx);
+  // A phase row of 56 positions is 7 vectors: a tile of 4 and a peeled last tile of 3, so no
+  // lane computes a position twice (the tile shifted back onto the one before recomputed one
+  // vector in 8).
+  EXPECT_NE(sched::dx_w_lanes_schedule()->describe(p, ctx).find("last tile 3 vectors"),
+            std::string::npos)
+      << sched::dx_w_lanes_schedule()->describe(p, ctx);
+  EXPECT_NEAR(w.lane_use, 1.0, 1e-9);
   knobs::unset("TBEX_CALIBRATE");
 }
 
@@ -286,6 +293,18 @@ TEST(CostModel, MicroKernelTerms) {
   sched::LoopNest loads = nest_with(12, 7);
   loads.tile.loads = 24;
   EXPECT_NEAR(cycles_per_fma(loads, m), 1.0, 0.05);
+  // A row's shorter last tile (tail) adds its visits at its own step cost (2 accumulators: a
+  // step's 2 FMAs wait out the latency), and its FMAs count among the executed lanes.
+  sched::LoopNest tailed = nest_with(12, 7);
+  const double full = sched::evaluate(tailed, m).compute;
+  tailed.tail = nest_with(2, 3).tile;
+  tailed.tail_visits = tailed.visits;
+  const double tail_only = sched::evaluate(nest_with(2, 3), m).compute;
+  EXPECT_NEAR(sched::evaluate(tailed, m).compute, full + tail_only, 1e-6 * full);
+  EXPECT_NEAR(sched::lane_use_of(14.0 * 2 * tailed.steps_per_visit * tailed.visits * 16, tailed),
+              1.0, 1e-12);
+  EXPECT_NEAR(sched::lane_use_of(12.0 * 2 * tailed.steps_per_visit * tailed.visits * 16, tailed),
+              12.0 / 14, 1e-12);
   // Parallel balance: 3 units on 2 threads run as 2 rounds, 4 units as 2 as well.
   EXPECT_NEAR(sched::balance_of(3, 2), 0.75, 1e-12);
   EXPECT_NEAR(sched::balance_of(4, 2), 1.0, 1e-12);

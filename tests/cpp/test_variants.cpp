@@ -264,8 +264,10 @@ TEST(Variants, DxCoutLanesMatchesReference) {
 
 // dx_w_lanes (few input channels: positions along w in the lanes), every variant, fp32 and bf16:
 // a scaled stem (3 valid lanes, 7x7 taps, stride 2) and a grouped case with dilation (two groups
-// of 3 input channels in one block), with rows of 41 and 37 positions, so that the phase rows (21 / 20 and 19 / 18 positions) are 3 x 8 or 2 x 16 lanes: tiles of 1
-// and 2 vectors leave a ragged last vector, and 2 a last tile overlapping the one before (AVX2).
+// of 3 input channels in one block), with rows of 41 and 37 positions, so that the phase rows
+// (21 / 20 and 19 / 18 positions) are 3 x 8 or 2 x 16 lanes: tiles of 1 and 2 vectors leave a
+// ragged last vector (computed past the row's end, not gathered), and 2 a shorter last tile of
+// 1 vector, which the loops peel off (AVX2).
 // (The shorter rows of the kernel tests hold one vector: one tile, no variants.)
 TEST(Variants, DxWLanesMatchesReference) {
   const Case few[] = {
