@@ -39,9 +39,8 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
       for (int taps : {kw, kh * kw, kd * kh * kw})
         if (s.chunk_taps.empty() || taps > s.chunk_taps.back()) s.chunk_taps.push_back(taps);
       s.k_bytes = p.group.cout_g * 64;
-      // A depth slice's dy rows: each kd tap's rows under the slice's output rows.
       s.slice_rows = p.geo.in[1];
-      s.slice_dy_bytes = dx_row_dy_bytes(p) / kh * (p.geo.in[1] + (kh - 1) * p.geo.dilation[1]);
+      s.slice_dy_bytes = dx_slice_dy_bytes(p);
     }
     return s;
   }

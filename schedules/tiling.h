@@ -141,6 +141,14 @@ inline int64_t dx_row_dy_bytes(const Problem& p) {
   return dx_dy_rows(p) * p.geo.out[2] * p.group.cout_g * 4;
 }
 
+/** Bytes of the fp32 dy rows one depth slice of dX positions reads in one real group (every
+ * channel) at unit stride: each kd tap's rows under the slice's rows and the kh taps' reach. */
+inline int64_t dx_slice_dy_bytes(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return g.kernel[0] * (g.in[1] + (g.kernel[1] - 1) * g.dilation[1]) * g.out[2] *
+         p.group.cout_g * 4;
+}
+
 /** Bytes of dX's staging and output passes: dy read in its dtype and written in fp32, dX written
  * `out_passes` times (a strided diagonal form writes its phase frame, then gathers it). */
 inline double dx_pass_bytes(const Problem& p, int out_passes = 1) {
