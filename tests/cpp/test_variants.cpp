@@ -267,11 +267,14 @@ TEST(Variants, DxCoutLanesMatchesReference) {
 // of 3 input channels in one block), with rows of 41 and 37 positions, so that the phase rows
 // (21 / 20 and 19 / 18 positions) are 3 x 8 or 2 x 16 lanes: tiles of 1 and 2 vectors leave a
 // ragged last vector (computed past the row's end, not gathered), and 2 a shorter last tile of
-// 1 vector, which the loops peel off (AVX2).
+// 1 vector, which the loops peel off (AVX2). A row of 75 (phase rows of 38 / 37: 5 vectors of 8,
+// the last ragged) runs tiles of 2 in a loop before its peeled last tile of 1 (qv=2), and tiles
+// of 3 or 4 before one of 2 or 1 (the own tile and the candidates).
 // (The shorter rows of the kernel tests hold one vector: one tile, no variants.)
 TEST(Variants, DxWLanesMatchesReference) {
   const Case few[] = {
       {"stem_row41", 1, 3, 64, 1, {3, 5, 41}, {3, 7, 7}, {1, 2, 2}, {1, 1, 1}, {1, 1, 3, 3, 3, 3}},
+      {"stem_row75", 1, 3, 64, 1, {2, 3, 75}, {3, 7, 7}, {1, 2, 2}, {1, 1, 1}, {1, 1, 3, 3, 3, 3}},
       {"grouped_dilated_row37", 2, 6, 32, 2, {2, 4, 37}, {1, 3, 3}, {1, 1, 2}, {1, 2, 1}, {0, 0, 2, 1, 1, 1}},
   };
   for (const Case& c : few)
