@@ -111,7 +111,11 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   // whatever the width (counting it twice made AVX2 prefer 2-block tiles that measured slower).
   const double w = std::max(1.0, double(n.tile_lanes) / m.lanes);
   // The cycles of one visit of `tile`, and the vector registers it needs.
-  auto visit_of = [&](RegisterTile t, int* registers) {
+  struct Visit {
+    double cycles;
+    int registers;
+  };
+  auto visit_of = [&](RegisterTile t) -> Visit {
     t.fmas *= w, t.loads = (t.loads - t.broadcasts) * w + t.broadcasts, t.extra_ops *= w;
     t.accumulators = int(t.accumulators * w), t.operands = int(t.operands * w);
     // One reduction step: the busiest port, or the dependency chain of an accumulator.
@@ -124,17 +128,18 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
     double step = std::max({fma_cycles, t.loads / m.load_pipes,
                             (t.fmas + t.loads + t.extra_ops) / m.issue,
                             m.fma_latency * t.fmas / std::max(1, t.accumulators), t.unit_cycles});
-    *registers = t.accumulators + t.operands;
-    const int spilled = std::max(0, *registers - m.usable_vregs);
+    const int registers = t.accumulators + t.operands;
+    const int spilled = std::max(0, registers - m.usable_vregs);
     step += spilled;  // a store and a reload per spilled register and step, half a cycle each
     // Entering and leaving a tile: zero / load the accumulators, store them, loop setup.
-    return n.steps_per_visit * n.executed * step + 2.0 * t.accumulators / m.load_pipes + 12 +
-           n.visit_cycles;
+    return {n.steps_per_visit * n.executed * step + 2.0 * t.accumulators / m.load_pipes + 12 +
+                n.visit_cycles,
+            registers};
   };
-  int tail_registers = 0;
+  const Visit full = visit_of(n.tile);
+  e.registers = full.registers;
   const double compute_total =
-      n.visits * visit_of(n.tile, &e.registers) +
-      (n.tail_visits > 0 ? n.tail_visits * visit_of(n.tail, &tail_registers) : 0);
+      n.visits * full.cycles + (n.tail_visits > 0 ? n.tail_visits * visit_of(n.tail).cycles : 0);
 
   // The shared levels deliver less per core when every thread streams.
   const bool shared = n.threads > 1;

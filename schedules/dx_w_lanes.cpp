@@ -50,11 +50,6 @@ int64_t row_vectors(const Problem& p, const Halide::Target& t) {
   return ceil_div(phase_extent(p, 2), (int64_t)lanes_of(t));
 }
 
-/** Vectors of a phase row's last tile: what the tiles of qv leave (apply peels it off). */
-int last_tile_vectors(int64_t vecs, int qv) {
-  return int(vecs - (ceil_div(vecs, (int64_t)qv) - 1) * qv);
-}
-
 /** Most position vectors per tile: cv*qv accumulators beside the cv broadcast weights and one dy
  * vector in the register file, and no more than a phase row holds. */
 int qv_max(const Problem& p, const Halide::Target& t) {
@@ -102,10 +97,10 @@ class DxWLanes final : public DxSchedule {
   std::string describe(const Problem& p, const Context& ctx) const override {
     const Tiles t = choose_tiles(p, ctx, ctx.variant);
     std::ostringstream s;
-    const int last = last_tile_vectors(row_vectors(p, ctx.target), t.qv);
+    const int64_t rest = row_vectors(p, ctx.target) % t.qv;  // the peeled last tile's vectors
     s << "[" << key_of(t) << "] register tile " << cin_valid(p) << "c0 x " << t.qv << " x "
       << lanes_of(ctx.target) << "w (w in lanes, weights broadcast)"
-      << (last != t.qv ? ", a row's last tile " + std::to_string(last) + " vectors" : "")
+      << (rest > 0 ? ", a row's last tile " + std::to_string(rest) + " vectors" : "")
       << ", dy staged ow-innermost, "
       << (is_strided(p) ? "stride-phase frame, " : "") << "per-row output, " << ctx.threads
       << " threads";
@@ -137,11 +132,12 @@ class DxWLanes final : public DxSchedule {
     n.tile = tile_of(t.qv);
     n.steps_per_visit = double(p.group.cout_g) * taps;
     const int64_t rows = g.n * g.in[0] * g.in[1] * g.cin1();
-    const int64_t vecs = row_vectors(p, ctx.target), per_row = ceil_div(vecs, (int64_t)t.qv);
-    const int last = last_tile_vectors(vecs, t.qv);
+    // Each phase row: whole tiles of qv vectors, then a peeled tile of the rest (if any).
+    const int64_t vecs = row_vectors(p, ctx.target);
     const double phase_rows = double(rows) * g.stride[2];
-    n.visits = phase_rows * (last == t.qv ? per_row : per_row - 1);
-    if (last != t.qv) n.tail = tile_of(last), n.tail_visits = phase_rows;
+    n.visits = phase_rows * double(vecs / t.qv);
+    if (const int rest = int(vecs % t.qv); rest > 0)
+      n.tail = tile_of(rest), n.tail_visits = phase_rows;
     // A visit reads its phase's weights (cv per channel and tap) and qv vectors (+ the taps'
     // reach) of each dy row it needs, per channel.
     const double w_bytes = cv * 4.0 * p.group.cout_g * taps * g.stride[2];
