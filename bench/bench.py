@@ -211,6 +211,18 @@ def probe_cores(n):
     return run_peak([n], quick=True)[n]
 
 
+def probe_memory(n):
+    """n threads' read GB/s streaming their own 64 MB now (peak -m: about 0.15 s)."""
+    r = subprocess.run([str(BUILD / "peak"), "-m", str(n)], capture_output=True, text=True,
+                       check=True)
+    return {d["threads"]: d["read_gbps"] for d in json_lines(r.stdout)}[n]
+
+
+def measure_memory(threads, tries=3):
+    """The memory path's reference per thread count: the best of `tries` probes."""
+    return {n: max(probe_memory(n) for _ in range(tries)) for n in sorted(set(threads))}
+
+
 def measure_peak(threads, tries=6):
     """FP32 FMA peak per thread count -> ({n: GFLOP/s used as reference}, {n: measured}).
     On a shared (virtualised) host the second core is not always ours: n threads should give
@@ -243,13 +255,25 @@ class Availability:
     (`probe(n)`: n threads' FMA GFLOP/s right now, bench/peak.cpp -q) is compared with n times
     the 1-thread peak `peak1`: before a measurement it waits for full cores like for free ones,
     and "cores" (the smaller share of the probes before and after) caps "avail". One thread is
-    probed too: its core's SMT sibling can run another guest's thread just the same."""
+    probed too: its core's SMT sibling can run another guest's thread just the same.
+
+    The FMA probe cannot see a neighbour that shares only the memory path (or a core's caches
+    and load ports): on a Zen 3 guest d dW (1x1x1) read 8-10 ms in some processes and 5.7 in
+    others minutes apart, the FMA probe whole in both. A memory probe (`mem_probe(n)`: n
+    threads' read GB/s, peak -m) before and after, against the run's reference `mem_ref[n]`,
+    gives "mem": the smaller reading over MEM_FULL x the reference (capped at 1), which caps
+    "avail" too. The reference rises to the best reading of the run."""
 
     OK = 0.9  # results with a lower avail are flagged "!"
     WAIT_FOR = 0.95
     PROBE_AGE = 2.0  # seconds a probe's reading stands for the next measurement's "before"
+    # A read bandwidth this share of the reference counts as the whole memory path: one thread's
+    # probe varied 13.4-15.5 GB/s on an idle Zen 3 guest (9-10 GB/s in its slow phases, 8-9
+    # with a streaming copy on the other vCPU).
+    MEM_FULL = 0.85
 
-    def __init__(self, enabled=True, max_wait=15.0, budget=180.0, probe=None, peak1=None):
+    def __init__(self, enabled=True, max_wait=15.0, budget=180.0, probe=None, peak1=None,
+                 mem_probe=None, mem_ref=None):
         self.enabled = enabled and os.path.exists("/proc/stat")
         self.ncpu = os.cpu_count() or 1
         self.max_wait = max_wait
@@ -258,7 +282,9 @@ class Availability:
         self.tck = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self.probe = probe
         self.peak1 = peak1
-        self.last = {}  # n -> (time, share) of the last probe
+        self.last = {}  # (kind, n) -> (time, share) of the last probe
+        self.mem_probe = mem_probe
+        self.mem_ref = mem_ref or {}
 
     def sample(self):
         with open("/proc/stat") as f:
@@ -290,10 +316,33 @@ class Availability:
         unless `fresh`."""
         if self.probe is None or not self.peak1:
             return 1.0
-        t, share = self.last.get(n, (-1e9, 1.0))
+        return self._share("cores", n, fresh, lambda: self.probe(n) / (n * self.peak1))
+
+    def watch_memory(self, ref):
+        """Probes the memory path around every measurement from now on (peak -m), against
+        `ref` ({threads: GB/s}, measure_memory's)."""
+        self.mem_probe = probe_memory
+        self.mem_ref = ref
+
+    def memory(self, n, fresh=False):
+        """The share of the memory path n threads get now (1.0 without a probe or reference)."""
+        if self.mem_probe is None or not self.mem_ref.get(n):
+            return 1.0
+
+        def read():
+            # The reference is the best reading of the run so far: its start can fall in a
+            # slow phase (one thread's reference read 9.3 GB/s, 13.4-15.5 minutes later).
+            gbps = self.mem_probe(n)
+            self.mem_ref[n] = max(self.mem_ref[n], gbps)
+            return gbps / (self.MEM_FULL * self.mem_ref[n])
+
+        return self._share("mem", n, fresh, read)
+
+    def _share(self, kind, n, fresh, read):
+        t, share = self.last.get((kind, n), (-1e9, 1.0))
         if fresh or time.perf_counter() - t > self.PROBE_AGE:
-            share = min(1.0, self.probe(n) / (n * self.peak1))
-            self.last[n] = (time.perf_counter(), share)
+            share = min(1.0, read())
+            self.last[(kind, n)] = (time.perf_counter(), share)
         return share
 
     def wait_free(self, n):
@@ -318,17 +367,20 @@ class Availability:
         if not self.enabled:
             return fn()
         self.wait_free(n)
-        before = self.cores(n)
+        before, mem_before = self.cores(n), self.memory(n)
         a = self.sample()
         res = fn()
         o = self.others(a, self.sample())
         cores = min(before, self.cores(n, fresh=True))
+        mem = min(mem_before, self.memory(n, fresh=True))
         d = res[0] if isinstance(res, tuple) else res
         if isinstance(d, dict):
             d["others"] = round(o, 3)
-            d["avail"] = round(min(self.avail(n, o), cores), 3)
+            d["avail"] = round(min(self.avail(n, o), cores, mem), 3)
             if self.probe is not None:
                 d["cores"] = round(cores, 3)
+            if self.mem_probe is not None:
+                d["mem"] = round(mem, 3)
         return res
 
 
@@ -917,7 +969,9 @@ def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0
         "%.1fx the best run (noisy); `!` marks a measurement during which other processes used "
         "so much CPU that less than %d%% of the cores it needed were free, or the host gave "
         "its threads less than that share of their cores (an FMA probe before and after, "
-        "against the 1-thread peak: vCPUs placed on one physical core); unreliable. See "
+        "against the 1-thread peak: vCPUs placed on one physical core) or of the memory path "
+        "(a read-bandwidth probe before and after, against the run's best: a neighbour on the "
+        "memory path or on the core's caches); unreliable. See "
         "bench/README.md for the columns." % (
             "median" if STAT["use"] == "median" else "minimum (best)",
             ("untimed warm-up runs for %.1f s" % warmup_s) if warmup_s > 0 else "a warm-up run",
@@ -1125,6 +1179,9 @@ def main(argv=None):
     avail.wait_free(max(threads))
     peaks, peaks_measured = measure_peak(threads)
     avail.watch_cores(peaks, peaks_measured)
+    mem_ref = measure_memory(threads) if avail.enabled else {}
+    if mem_ref:
+        avail.watch_memory(mem_ref)
     machine = machine_line(dinfo, tbex_mod, tbex_err)
     print(machine)
     print("FP32 FMA peak: " + peak_text(peaks, peaks_measured), flush=True)
@@ -1214,7 +1271,8 @@ def main(argv=None):
         Path(args.json).write_text(json.dumps(
             {"command": cmd, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine,
              "machine_label": machine_label(), "peaks": peaks,
-             "peaks_measured": peaks_measured, "rows": rows, "rounds": args.rounds,
+             "peaks_measured": peaks_measured, "mem_ref_gbps": mem_ref, "rows": rows,
+             "rounds": args.rounds,
              "warmup_s": WARMUP_S,
              "elapsed_s": elapsed, "waited_s": avail.waited}, indent=1, default=str))
     if args.out:

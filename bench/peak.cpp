@@ -5,6 +5,11 @@
 //   ./peak -q 2       -> quick probe (~0.2 s): is the machine giving us 2 full cores right now?
 //                        (reports the mean of its trials, not the best: on a shared host the
 //                        second vCPU may sit on the first one's SMT sibling or be time-sliced)
+//   ./peak -m 2       -> memory probe (~0.2 s): read bandwidth of 2 threads streaming their own
+//                        64 MB buffers (past the caches), GB/s, best of its trials. The FMA
+//                        probe cannot see a neighbour that shares only the memory path (or a
+//                        core's caches and load ports): memory-bound kernels slow down while
+//                        the FMA rate stays whole.
 //
 // Each thread runs chains of FMAs of the widest vector the CPU has (512-bit with AVX-512, else
 // 256-bit AVX2 + FMA, chosen at run time) on NACC independent accumulators (enough to cover FMA
@@ -119,6 +124,59 @@ double trial(int nthreads, long iters, volatile float *sink) {
     return tmax;
 }
 
+// Streams `bytes` of `buf` with 256-bit loads into 4 independent sums (the loads, not the
+// adds, bound the loop).
+__attribute__((noinline, target("avx2"))) float stream_sum(const float *buf, size_t floats) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i + 32 <= floats; i += 32) {
+        s0 = _mm256_add_ps(s0, _mm256_load_ps(buf + i));
+        s1 = _mm256_add_ps(s1, _mm256_load_ps(buf + i + 8));
+        s2 = _mm256_add_ps(s2, _mm256_load_ps(buf + i + 16));
+        s3 = _mm256_add_ps(s3, _mm256_load_ps(buf + i + 24));
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    alignas(32) float v[8];
+    _mm256_store_ps(v, s);
+    return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+}
+
+// Read GB/s of n threads, each streaming its own buffer `trials` times after a touch pass;
+// the best trial (all threads start together; wall time of the slowest).
+double memory_gbps(int nthreads, int trials, volatile float *sink) {
+    constexpr size_t kFloats = (64u << 20) / sizeof(float);
+    std::vector<float *> bufs(nthreads);
+    for (auto &b : bufs) {
+        b = static_cast<float *>(std::aligned_alloc(64, kFloats * sizeof(float)));
+        if (!b) return 0.0;
+    }
+    double best = 1e30;
+    for (int k = 0; k <= trials; ++k) {  // trial 0 touches the pages (not timed)
+        std::atomic<int> ready {0};
+        std::atomic<bool> go {false};
+        std::vector<double> t_end(nthreads);
+        std::vector<std::thread> ts;
+        for (int t = 0; t < nthreads; ++t) {
+            ts.emplace_back([&, t] {
+                pin(t);
+                if (k == 0) std::fill(bufs[t], bufs[t] + kFloats, 1.0f);
+                ready++;
+                while (!go.load()) {}
+                sink[t] = stream_sum(bufs[t], kFloats);
+                t_end[t] = now_s();
+            });
+        }
+        while (ready.load() < nthreads) {}
+        const double t0 = now_s();
+        go = true;
+        for (auto &th : ts) th.join();
+        double tmax = 0;
+        for (double te : t_end) tmax = std::max(tmax, te - t0);
+        if (k > 0) best = std::min(best, tmax);
+    }
+    for (auto *b : bufs) std::free(b);
+    return (double)nthreads * kFloats * sizeof(float) / best / 1e9;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -127,15 +185,24 @@ int main(int argc, char **argv) {
         return 2;
     }
     std::vector<int> counts;
-    bool quick = false;
+    bool quick = false, memory = false;
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "-q") quick = true;
+        else if (std::string(argv[i]) == "-m") memory = true;
         else counts.push_back(std::atoi(argv[i]));
+    }
+    std::vector<float> sinkv(256);
+    if (memory) {
+        if (counts.empty()) counts.push_back(1);
+        for (int n : counts) {
+            if (n < 1 || n > 256) continue;
+            std::printf("{\"threads\":%d,\"read_gbps\":%.2f}\n", n, memory_gbps(n, 3, sinkv.data()));
+        }
+        return 0;
     }
     const double trial_s = quick ? 0.04 : 0.15;
     const int trials = quick ? 4 : 5;
     if (counts.empty()) counts.push_back(1);
-    std::vector<float> sinkv(256);
     for (int n : counts) {
         if (n < 1 || n > 256) continue;
         // Calibrate: aim for trial_s per trial.

@@ -117,6 +117,45 @@ def test_a_measurement_on_shared_cores_is_flagged(monkeypatch):
     assert d1["cores"] == 0.5 and probe.calls[-1] == 1
 
 
+def test_a_measurement_on_a_shared_memory_path_is_flagged(monkeypatch):
+    # The FMA probe reads whole cores while a neighbour streams memory: the memory probe after
+    # the measurement reads 60% of the reference and flags the row; a reading within MEM_FULL
+    # of the reference counts as the whole path.
+    monkeypatch.setattr(bench.Availability, "PROBE_AGE", 0.0)
+    ref = {1: 10.0, 2: 20.0}
+    readings = [1.0 * ref[1], 0.6 * ref[1], 0.9 * ref[2], 0.95 * ref[2]]
+    calls = []
+
+    def mem_probe(n):
+        calls.append(n)
+        return readings.pop(0)
+
+    a = bench.Availability(max_wait=0.0, budget=0.0, probe=FakeProbe([1.0]), peak1=100.0,
+                           mem_probe=mem_probe, mem_ref=ref)
+    d = a.measure(1, lambda: {"ms": 1.0})
+    assert d["cores"] == 1.0
+    assert d["mem"] == round(0.6 / bench.Availability.MEM_FULL, 3) and d["avail"] == d["mem"]
+    assert bench.ms_cell(d).endswith("!")
+    d2 = a.measure(2, lambda: {"ms": 1.0})
+    assert calls == [1, 1, 2, 2]
+    assert d2["mem"] == 1.0 and d2["avail"] == 1.0
+    assert not bench.ms_cell(d2).endswith("!")
+    # A reading past the reference raises it (the run's start fell in a slow phase), and the
+    # reading after the measurement is judged against the raised one.
+    readings[:] = [15.0, 10.0]
+    d3 = a.measure(1, lambda: {"ms": 1.0})
+    assert a.mem_ref[1] == 15.0
+    assert d3["mem"] == round(10.0 / (bench.Availability.MEM_FULL * 15.0), 3)
+    assert bench.ms_cell(d3).endswith("!")
+
+
+def test_the_memory_probe_reads_bandwidth():
+    # bench/build/peak, when build.sh has built it: a positive reading per thread count.
+    if not (bench.BUILD / "peak").exists():
+        pytest.skip("bench/build/peak not built (bench/build.sh)")
+    assert bench.probe_memory(1) > 0.0
+
+
 def test_waits_for_full_cores_within_its_budget(monkeypatch):
     monkeypatch.setattr(bench.Availability, "PROBE_AGE", 0.0)
     monkeypatch.setattr(bench.time, "sleep", lambda s: None)
