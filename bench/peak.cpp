@@ -98,30 +98,37 @@ void pin(int cpu) {
 #endif
 }
 
-// One trial: all threads start together, each does `iters` rounds; wall time of the slowest.
-double trial(int nthreads, long iters, volatile float *sink) {
+// Runs body(t) on nthreads threads pinned to CPUs 0..n-1, released together (after each
+// thread's prepare(t)); returns the wall time of the slowest.
+template <class Prepare, class Body>
+double run_together(int nthreads, Prepare prepare, Body body) {
     std::atomic<int> ready {0};
     std::atomic<bool> go {false};
     std::vector<double> t_end(nthreads);
     std::vector<std::thread> ts;
-    double t0 = 0;
     for (int t = 0; t < nthreads; ++t) {
         ts.emplace_back([&, t] {
             pin(t);
+            prepare(t);
             ready++;
             while (!go.load()) {}
-            float r = fma_chain(iters, 1.0f + t);
+            body(t);
             t_end[t] = now_s();
-            sink[t] = r;
         });
     }
     while (ready.load() < nthreads) {}
-    t0 = now_s();
+    const double t0 = now_s();
     go = true;
     for (auto &th : ts) th.join();
     double tmax = 0;
     for (double te : t_end) tmax = std::max(tmax, te - t0);
     return tmax;
+}
+
+// One trial: all threads start together, each does `iters` rounds; wall time of the slowest.
+double trial(int nthreads, long iters, volatile float *sink) {
+    return run_together(nthreads, [](int) {},
+                        [&](int t) { sink[t] = fma_chain(iters, 1.0f + t); });
 }
 
 // Streams `bytes` of `buf` with 256-bit loads into 4 independent sums (the loads, not the
@@ -151,27 +158,13 @@ double memory_gbps(int nthreads, int trials, volatile float *sink) {
     }
     double best = 1e30;
     for (int k = 0; k <= trials; ++k) {  // trial 0 touches the pages (not timed)
-        std::atomic<int> ready {0};
-        std::atomic<bool> go {false};
-        std::vector<double> t_end(nthreads);
-        std::vector<std::thread> ts;
-        for (int t = 0; t < nthreads; ++t) {
-            ts.emplace_back([&, t] {
-                pin(t);
-                if (k == 0) std::fill(bufs[t], bufs[t] + kFloats, 1.0f);
-                ready++;
-                while (!go.load()) {}
-                sink[t] = stream_sum(bufs[t], kFloats);
-                t_end[t] = now_s();
-            });
-        }
-        while (ready.load() < nthreads) {}
-        const double t0 = now_s();
-        go = true;
-        for (auto &th : ts) th.join();
-        double tmax = 0;
-        for (double te : t_end) tmax = std::max(tmax, te - t0);
-        if (k > 0) best = std::min(best, tmax);
+        const double t = run_together(
+            nthreads,
+            [&](int i) {
+                if (k == 0) std::fill(bufs[i], bufs[i] + kFloats, 1.0f);
+            },
+            [&](int i) { sink[i] = stream_sum(bufs[i], kFloats); });
+        if (k > 0) best = std::min(best, t);
     }
     for (auto *b : bufs) std::free(b);
     return (double)nthreads * kFloats * sizeof(float) / best / 1e9;
