@@ -197,8 +197,7 @@ def render_table(rows):
 
 
 def count_flagged(rows):
-    return sum(1 for r in rows for k in ("tbex", "torch")
-               if (r.get(k) or {}).get("avail", 1.0) < B.Availability.OK)
+    return sum(1 for r in rows for k in ("tbex", "torch") if B.flagged(r.get(k)))
 
 
 def section_text(cmd, machine, rows, elapsed, waited):
@@ -271,13 +270,11 @@ def main(argv=None):
     if tbex is None or not hasattr(tbex, "convolution_backward"):
         sys.exit("bench_conv_backward: tbex.convolution_backward not available (%s)"
                  % (tbex_err or "tbex %s has no convolution_backward" % tbex.__file__))
-    avail = B.Availability(enabled=not args.no_probe, budget=args.wait_budget)
-    avail.wait_free(max(threads))
     B.ensure_built()  # the peak kernel (and oneDNN's version line)
+    avail, peaks, measured, _ = B.watched_availability(threads, enabled=not args.no_probe,
+                                                       budget=args.wait_budget)
     machine = B.machine_line(B.onednn_info(), tbex, tbex_err)
     print(machine, flush=True)
-    peaks, measured = B.measure_peak(threads)
-    avail.watch_cores(peaks, measured)
 
     rows = []
     for name in names:

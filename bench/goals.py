@@ -45,7 +45,7 @@ def short(w):
 
 def mark(*ds):
     """"!" when one of the measurements was flagged by bench.py (cores busy or shared)."""
-    return "!" if any(d and d.get("avail", 1.0) < bench.Availability.OK for d in ds) else ""
+    return "!" if any(bench.flagged(d) for d in ds) else ""
 
 
 class Goals:

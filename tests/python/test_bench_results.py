@@ -149,6 +149,19 @@ def test_a_measurement_on_a_shared_memory_path_is_flagged(monkeypatch):
     assert bench.ms_cell(d3).endswith("!")
 
 
+def test_the_memory_reference_keeps_the_best_reading_of_earlier_runs(monkeypatch, tmp_path):
+    # A run in a slow phase is judged against what the memory path gave earlier runs here.
+    store = tmp_path / "mem_ref.json"
+    readings = [10.0, 11.0, 9.0, 20.0, 21.0, 19.0]
+    monkeypatch.setattr(bench, "probe_memory", lambda n: readings.pop(0))
+    assert bench.measure_memory([1, 2], store=store) == {1: 11.0, 2: 21.0}
+    readings[:] = [7.0, 8.0, 7.5, 30.0, 29.0, 28.0]
+    assert bench.measure_memory([1, 2], store=store) == {1: 11.0, 2: 30.0}
+    # An unwritable store: this run's readings only, and a message.
+    readings[:] = [5.0, 5.0, 5.0]
+    assert bench.measure_memory([1], store=tmp_path / "mem_ref.json" / "x") == {1: 5.0}
+
+
 def test_the_memory_probe_reads_bandwidth():
     # bench/build/peak, when build.sh has built it: a positive reading per thread count.
     if not (bench.BUILD / "peak").exists():
@@ -180,3 +193,37 @@ def test_goals_mark_figures_from_flagged_measurements():
     assert "g dw f32 2t 0.67x!" in text and "g dw f32 1t" not in text  # 1t is at 1.2x
     assert "g dw 1.11x! (no)" in text  # the scaling uses the flagged 2-thread time
     assert "`!` marks" in text
+
+
+@pytest.fixture
+def bench_model(monkeypatch):
+    # bench_model points tbex at an empty tuning database when imported; keep that out of the
+    # other tests.
+    import os
+    monkeypatch.setitem(os.environ, "TBEX_TUNING_DB", os.environ.get("TBEX_TUNING_DB", ""))
+    mod = pytest.importorskip("bench_model")
+    return mod
+
+
+def test_bench_model_keeps_a_candidates_fastest_clean_time(bench_model):
+    r = {}
+    bench_model.keep(r, {"ms": 9.0, "avail": 0.5})  # only a flagged time: kept for now
+    assert r == {"ms": 9.0, "flagged": True}
+    bench_model.keep(r, {"ms": 12.0, "avail": 1.0})  # a clean time replaces it, though slower
+    assert r == {"ms": 12.0, "flagged": False}
+    bench_model.keep(r, {"ms": 5.0, "avail": 0.6})  # a faster flagged one does not
+    assert r == {"ms": 12.0, "flagged": False}
+    bench_model.keep(r, {"ms": 11.0})  # a faster clean one does
+    assert r == {"ms": 11.0, "flagged": False}
+
+
+def test_bench_model_leaves_flagged_rows_out_of_its_count(bench_model):
+    def row(pick, best, flagged):
+        return {"workload": "w", "pass": "dw", "threads": 1, "n": 3, "pick": "a", "pick_ms": pick,
+                "best": "b", "best_ms": best, "pre_ms": pick, "predicted_ms": pick,
+                "spearman": 1.0, "rank_ms": 0.1, "flagged": flagged}
+
+    text = bench_model.render([row(10.0, 10.0, False), row(13.0, 10.0, True),
+                               row(11.0, 10.0, False)], [], "machine", 2)
+    assert "| 1.30! |" in text
+    assert "on 1 of 2 rows" in text and "1 row(s) flagged `!` left out" in text
