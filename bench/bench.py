@@ -339,6 +339,17 @@ class Availability:
             return 1.0
         return self._share("cores", n, fresh, lambda: self.probe(n) / (n * self.peak1))
 
+    def single_core(self, fn):
+        """fn() (a compile: one thread) -> (its result, the smaller share of a full core and of
+        the memory path that one thread's probes before and after it read; None when not
+        probing). Compiles slowed with the host: in run o the stem's and g's dX took 1.25-1.47 s
+        (0.6-0.8 in quiet runs) while the memory probe read 64-72% of its reference."""
+        if not self.enabled or self.probe is None:
+            return fn(), None
+        before = min(self.cores(1), self.memory(1))
+        res = fn()
+        return res, min(before, self.cores(1, fresh=True), self.memory(1, fresh=True))
+
     def watch_memory(self, ref):
         """Probes the memory path around every measurement from now on (peak -m), against
         `ref` ({threads: GB/s}, measure_memory's)."""
@@ -422,6 +433,12 @@ def watched_availability(threads, enabled=True, budget=180.0):
 def flagged(d):
     """A measurement taken while others held the cores or the memory path (Availability)."""
     return isinstance(d, dict) and d.get("avail") is not None and d["avail"] < Availability.OK
+
+
+def compile_flagged(t):
+    """tbex's compile ran while the host shared its core or the memory path
+    (Availability.single_core)."""
+    return isinstance(t, dict) and t.get("compile_cores", 1.0) < Availability.OK
 
 
 def run_onednn(w, pass_, dtype, threads, target_s, runtime):
@@ -864,7 +881,8 @@ def row_cells(r, notes, f32_onednn=None):
     else:
         cells.append("")
     cells.append(fmt(to_ms / tb_ms) + "x" if (to_ms and tb_ms) else "")
-    cells.append(fmt(t.get("compile_ms")) if t and "compile_ms" in t else "")
+    cells.append(fmt(t.get("compile_ms")) + ("!" if compile_flagged(t) else "")
+                 if t and "compile_ms" in t else "")
     err = t.get("rel_err") if t else None
     cells.append("%.1e" % err if isinstance(err, float) else "")
     cells.append(t.get("schedule", "") if t else "")
@@ -1226,10 +1244,11 @@ def main(argv=None):
             for dtype in dtypes:
                 data = Data(w, dtype)
                 torch_slow, torch_ref = None, None  # why torch is not timed further; its output
-                tcase, tcase_err = None, None
+                tcase, tcase_err, compile_cores = None, None, None
                 if tbex_mod is not None:
                     try:
-                        tcase = TbexCase(w, pass_, dtype, data)
+                        tcase, compile_cores = avail.single_core(
+                            lambda: TbexCase(w, pass_, dtype, data))
                     except Exception as e:
                         tcase_err = short_err(e)
                         traceback.print_exc(file=sys.stderr)
@@ -1262,6 +1281,8 @@ def main(argv=None):
                                 r["tbex"] = avail.measure(
                                     n, lambda: tcase.time(n, args.target_sec))
                                 r["tbex"]["compile_ms"] = tcase.compile_ms
+                                if compile_cores is not None:
+                                    r["tbex"]["compile_cores"] = round(compile_cores, 3)
                                 r["tbex"]["schedule"] = tcase.schedule
                                 r["tbex"]["rel_err"] = tcase.rel_err(ref)
                             except Exception as e:

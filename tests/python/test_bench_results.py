@@ -195,6 +195,27 @@ def test_goals_mark_figures_from_flagged_measurements():
     assert "`!` marks" in text
 
 
+def test_a_compile_on_a_shared_core_is_flagged(monkeypatch):
+    # The compile ran while the host gave our vCPU half a core: goals marks its time.
+    monkeypatch.setattr(bench.Availability, "PROBE_AGE", 0.0)
+    a = bench.Availability(max_wait=0.0, budget=0.0, probe=FakeProbe([1.0, 0.5]), peak1=100.0)
+    res, share = a.single_core(lambda: "kernel")
+    assert res == "kernel" and share == 0.5
+    run = {"command": ["bench.py"], "date": "now", "machine": "CPU: X (avx2)",
+           "rows": [row("g_strided_s2", "dx", "f32", 1, 10.0, 12.0)]}
+    run["rows"][0]["tbex"].update(compile_ms=1400.0, compile_cores=share)
+    text = goals.render(run)
+    assert "max 1400 ms! (g_strided_s2 dx f32)" in text and "g_strided_s2 dx f32 1400 ms!" in text
+    # Without a probe nothing is flagged.
+    assert bench.Availability(enabled=False).single_core(lambda: 1) == (1, None)
+    # Whole cores, but the memory path at 60% of its reference after the compile.
+    mem = [10.0, 6.0]
+    a = bench.Availability(max_wait=0.0, budget=0.0, probe=FakeProbe([1.0]), peak1=100.0,
+                           mem_probe=lambda n: mem.pop(0), mem_ref={1: 10.0})
+    _, share = a.single_core(lambda: None)
+    assert share == 6.0 / (bench.Availability.MEM_FULL * 10.0)
+
+
 @pytest.fixture
 def bench_model(monkeypatch):
     # bench_model points tbex at an empty tuning database when imported; keep that out of the
