@@ -283,7 +283,8 @@ class Availability:
     others minutes apart, the FMA probe whole in both. A memory probe (`mem_probe(n)`: n
     threads' read GB/s, peak -m) before and after, against the run's reference `mem_ref[n]`,
     gives "mem": the smaller reading over MEM_FULL x the reference (capped at 1), which caps
-    "avail" too. The reference rises to the best reading of the run."""
+    "avail" too. The reference is the best reading on this machine (measure_memory keeps
+    earlier runs'), raised by any better reading of this run."""
 
     OK = 0.9  # results with a lower avail are flagged "!"
     WAIT_FOR = 0.95
@@ -438,7 +439,7 @@ def flagged(d):
 def compile_flagged(t):
     """tbex's compile ran while the host shared its core or the memory path
     (Availability.single_core)."""
-    return isinstance(t, dict) and t.get("compile_cores", 1.0) < Availability.OK
+    return isinstance(t, dict) and t.get("compile_avail", 1.0) < Availability.OK
 
 
 def run_onednn(w, pass_, dtype, threads, target_s, runtime):
@@ -1025,8 +1026,8 @@ def write_results(path, argv, machine, peak_s, rows, elapsed, tbex_err, waited=0
         "so much CPU that less than %d%% of the cores it needed were free, or the host gave "
         "its threads less than that share of their cores (an FMA probe before and after, "
         "against the 1-thread peak: vCPUs placed on one physical core) or of the memory path "
-        "(a read-bandwidth probe before and after, against the run's best: a neighbour on the "
-        "memory path or on the core's caches); unreliable. See "
+        "(a read-bandwidth probe before and after, against the best reading on this machine: a "
+        "neighbour on the memory path or on the core's caches); unreliable. See "
         "bench/README.md for the columns." % (
             "median" if STAT["use"] == "median" else "minimum (best)",
             ("untimed warm-up runs for %.1f s" % warmup_s) if warmup_s > 0 else "a warm-up run",
@@ -1244,10 +1245,10 @@ def main(argv=None):
             for dtype in dtypes:
                 data = Data(w, dtype)
                 torch_slow, torch_ref = None, None  # why torch is not timed further; its output
-                tcase, tcase_err, compile_cores = None, None, None
+                tcase, tcase_err, compile_avail = None, None, None
                 if tbex_mod is not None:
                     try:
-                        tcase, compile_cores = avail.single_core(
+                        tcase, compile_avail = avail.single_core(
                             lambda: TbexCase(w, pass_, dtype, data))
                     except Exception as e:
                         tcase_err = short_err(e)
@@ -1281,8 +1282,8 @@ def main(argv=None):
                                 r["tbex"] = avail.measure(
                                     n, lambda: tcase.time(n, args.target_sec))
                                 r["tbex"]["compile_ms"] = tcase.compile_ms
-                                if compile_cores is not None:
-                                    r["tbex"]["compile_cores"] = round(compile_cores, 3)
+                                if compile_avail is not None:
+                                    r["tbex"]["compile_avail"] = round(compile_avail, 3)
                                 r["tbex"]["schedule"] = tcase.schedule
                                 r["tbex"]["rel_err"] = tcase.rel_err(ref)
                             except Exception as e:

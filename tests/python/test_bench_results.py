@@ -203,7 +203,7 @@ def test_a_compile_on_a_shared_core_is_flagged(monkeypatch):
     assert res == "kernel" and share == 0.5
     run = {"command": ["bench.py"], "date": "now", "machine": "CPU: X (avx2)",
            "rows": [row("g_strided_s2", "dx", "f32", 1, 10.0, 12.0)]}
-    run["rows"][0]["tbex"].update(compile_ms=1400.0, compile_cores=share)
+    run["rows"][0]["tbex"].update(compile_ms=1400.0, compile_avail=share)
     text = goals.render(run)
     assert "max 1400 ms! (g_strided_s2 dx f32)" in text and "g_strided_s2 dx f32 1400 ms!" in text
     # Without a probe nothing is flagged.
