@@ -198,12 +198,15 @@ def shutil_which(cmd):
     return shutil.which(cmd)
 
 
-def run_peak(threads, quick=False):
+def run_peak(threads, quick=False, memory=False):
+    """bench/build/peak per thread count: FMA GFLOP/s, or with `memory` read GB/s (peak -m)."""
     r = subprocess.run(
-        [str(BUILD / "peak")] + (["-q"] if quick else []) + [str(t) for t in threads],
+        [str(BUILD / "peak")] + (["-q"] if quick else []) + (["-m"] if memory else [])
+        + [str(t) for t in threads],
         capture_output=True, text=True, check=True,
     )
-    return {d["threads"]: d["gflops"] for d in json_lines(r.stdout)}
+    key = "read_gbps" if memory else "gflops"
+    return {d["threads"]: d[key] for d in json_lines(r.stdout)}
 
 
 def probe_cores(n):
@@ -213,9 +216,7 @@ def probe_cores(n):
 
 def probe_memory(n):
     """n threads' read GB/s streaming their own 64 MB now (peak -m: about 0.15 s)."""
-    r = subprocess.run([str(BUILD / "peak"), "-m", str(n)], capture_output=True, text=True,
-                       check=True)
-    return {d["threads"]: d["read_gbps"] for d in json_lines(r.stdout)}[n]
+    return run_peak([n], memory=True)[n]
 
 
 MEM_REF_FILE = BUILD / "mem_ref.json"
@@ -431,15 +432,10 @@ def watched_availability(threads, enabled=True, budget=180.0):
     return avail, peaks, peaks_measured, mem_ref
 
 
-def flagged(d):
-    """A measurement taken while others held the cores or the memory path (Availability)."""
-    return isinstance(d, dict) and d.get("avail") is not None and d["avail"] < Availability.OK
-
-
-def compile_flagged(t):
-    """tbex's compile ran while the host shared its core or the memory path
-    (Availability.single_core)."""
-    return isinstance(t, dict) and t.get("compile_avail", 1.0) < Availability.OK
+def flagged(d, key="avail"):
+    """A measurement taken while others held the cores or the memory path (Availability);
+    key "compile_avail": tbex's compile in such minutes (Availability.single_core)."""
+    return isinstance(d, dict) and d.get(key) is not None and d[key] < Availability.OK
 
 
 def run_onednn(w, pass_, dtype, threads, target_s, runtime):
@@ -882,7 +878,7 @@ def row_cells(r, notes, f32_onednn=None):
     else:
         cells.append("")
     cells.append(fmt(to_ms / tb_ms) + "x" if (to_ms and tb_ms) else "")
-    cells.append(fmt(t.get("compile_ms")) + ("!" if compile_flagged(t) else "")
+    cells.append(fmt(t.get("compile_ms")) + ("!" if flagged(t, "compile_avail") else "")
                  if t and "compile_ms" in t else "")
     err = t.get("rel_err") if t else None
     cells.append("%.1e" % err if isinstance(err, float) else "")

@@ -155,9 +155,9 @@ class Goals:
 
     def compile(self):
         # A "!" marks a compile during which the host shared our core or the memory path
-        # (bench.compile_flagged).
+        # (bench.flagged).
         comp = [(r["workload"], r["pass"], r["dtype"], r["tbex"]["compile_ms"],
-                 "!" if bench.compile_flagged(r["tbex"]) else "") for r in self.rows
+                 "!" if bench.flagged(r["tbex"], "compile_avail") else "") for r in self.rows
                 if r.get("tbex") and "compile_ms" in r["tbex"] and r["threads"] == 1]
         if not comp:
             return

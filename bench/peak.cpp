@@ -131,8 +131,8 @@ double trial(int nthreads, long iters, volatile float *sink) {
                         [&](int t) { sink[t] = fma_chain(iters, 1.0f + t); });
 }
 
-// Streams `bytes` of `buf` with 256-bit loads into 4 independent sums (the loads, not the
-// adds, bound the loop).
+// Streams `floats` floats of `buf` with 256-bit loads into 4 independent sums (the loads, not
+// the adds, bound the loop).
 __attribute__((noinline, target("avx2"))) float stream_sum(const float *buf, size_t floats) {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (size_t i = 0; i + 32 <= floats; i += 32) {
@@ -151,10 +151,16 @@ __attribute__((noinline, target("avx2"))) float stream_sum(const float *buf, siz
 // the best trial (all threads start together; wall time of the slowest).
 double memory_gbps(int nthreads, int trials, volatile float *sink) {
     constexpr size_t kFloats = (64u << 20) / sizeof(float);
-    std::vector<float *> bufs(nthreads);
+    std::vector<float *> bufs(nthreads, nullptr);
+    auto release = [&] {
+        for (auto *b : bufs) std::free(b);
+    };
     for (auto &b : bufs) {
         b = static_cast<float *>(std::aligned_alloc(64, kFloats * sizeof(float)));
-        if (!b) return 0.0;
+        if (!b) {
+            release();
+            return 0.0;
+        }
     }
     double best = 1e30;
     for (int k = 0; k <= trials; ++k) {  // trial 0 touches the pages (not timed)
@@ -166,7 +172,7 @@ double memory_gbps(int nthreads, int trials, volatile float *sink) {
             [&](int i) { sink[i] = stream_sum(bufs[i], kFloats); });
         if (k > 0) best = std::min(best, t);
     }
-    for (auto *b : bufs) std::free(b);
+    release();
     return (double)nthreads * kFloats * sizeof(float) / best / 1e9;
 }
 
