@@ -164,6 +164,33 @@ def test_the_memory_reference_keeps_the_best_reading_of_earlier_runs(monkeypatch
     assert bench.measure_memory([1], store=tmp_path / "mem_ref.json" / "x") == {1: 5.0}
 
 
+def test_the_memory_path_is_watched_only_where_the_probe_passes_the_last_level_cache(monkeypatch):
+    # The probe streams 64 MB a thread: past a 32 MB L3 (a Zen 3) it reads memory; inside a
+    # 260 MB one (an Intel guest) it reads that cache, whose share of a busy host it does not
+    # report, and an unknown cache size is not taken for a small one.
+    assert bench.memory_probe_reaches_memory(32 << 20)
+    assert not bench.memory_probe_reaches_memory(260 << 20)
+    assert not bench.memory_probe_reaches_memory(0)
+    measured = []
+    monkeypatch.setattr(bench, "measure_peak", lambda threads: ({1: 100.0}, {1: 100.0}))
+    monkeypatch.setattr(bench, "measure_memory", lambda threads: measured.append(threads) or {1: 10.0})
+    monkeypatch.setattr(bench.Availability, "wait_free", lambda self, n: None)
+    for l3, watched in ((32 << 20, True), (260 << 20, False)):
+        monkeypatch.setattr(bench, "l3_bytes", lambda l3=l3: l3)
+        avail, _, _, mem_ref = bench.watched_availability([1])
+        assert (mem_ref == {1: 10.0}) == watched
+        assert (avail.mem_probe is not None) == watched
+    assert measured == [[1]]
+
+
+def test_the_last_level_cache_size_is_read():
+    # This machine's: a positive size where sysfs or sysconf tells one.
+    if not any(p.joinpath("level").read_text().strip() == "3"
+               for p in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        pytest.skip("no level-3 cache listed in sysfs here")
+    assert bench.l3_bytes() >= 1 << 20
+
+
 def test_the_memory_probe_reads_bandwidth():
     # bench/build/peak, when build.sh has built it: a positive reading per thread count.
     if not (bench.BUILD / "peak").exists():
