@@ -90,6 +90,11 @@ int dw_parts(const Problem& p, int want) {
   return (int)((extent + per - 1) / per);
 }
 
+int64_t dw_depth_extent(const Problem& p, int parts) {
+  const int64_t Do = p.geo.out[0];
+  return parts > 1 && !split_by_batch(p, parts) ? (Do + parts - 1) / parts : Do;
+}
+
 int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
                         int requested) {
   const int parts = dw_parts(p, requested);

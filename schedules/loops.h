@@ -69,6 +69,9 @@ int dw_parts(const Problem& p, int want);
 /** The parts the dW schedules ask dw_parts for when they split: whole units for 1, 2 or 4
  * threads; each costs one more pass over the (small) output to sum. */
 constexpr int kDwSplitParts = 4;
+/** The output depth slices one part of dW's reduction walks (split_dw_reduction's depth loop,
+ * its split share where `parts` split depth). */
+int64_t dw_depth_extent(const Problem& p, int parts);
 /** dw_parts for a variant's parts=`requested`, which must be a count the split yields (else a
  * UserError naming `variant` through `space`, so variant keys stay canonical). */
 int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,

@@ -225,7 +225,7 @@ std::vector<float> dw_with_threads(const Case& c, const std::string& schedule, i
   set_num_threads(threads);
   std::vector<float> out(count(p.dw_shape()));
   auto k = compile(p, CompileOptions{schedule, variant});
-  EXPECT_EQ(k->variant(), variant);
+  if (schedule != "auto") EXPECT_EQ(k->variant(), variant);  // auto: the model's pick, any tiles
   k->run_dense({x6.data(), y6.data()}, out.data());
   set_num_threads(saved);
   return out;
@@ -291,6 +291,7 @@ TEST(KernelExtras, SplitReductionThreadCountDoesNotChangeBits) {
   const std::vector<std::tuple<const char*, const char*, const char*>> runs{
       {"plain", "dw_tiled", "nt=4,kwt=3,ch=1,parts=2"},
       {"strided", "dw_tiled", "nt=4,kwt=3,ch=1,parts=2"},
+      {"plain", "dw_tiled", "nt=4,kwt=3,ch=1,parts=3,db=2"},  // x staged for 2 depth slices
       {"tiny_output_split", "dw_tiled", ""},
       {"tiny_output_split_depth", "dw_tiled", "nt=1,kwt=1,ch=2,parts=4"},
       {"few_cin1_split", "dw_cout_lanes", ""},

@@ -87,7 +87,8 @@ int check_variants(const Problem& p, const std::string& schedule,
 
 class VariantTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
 
-void check_dw(int ci, DType dtype, const std::string& schedule);
+void check_dw(int ci, DType dtype, const std::string& schedule,
+              const std::vector<std::string>& extra = {});
 void check_dx(int ci, DType dtype, const std::string& schedule);
 void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint32_t seed,
                    bool padding_zero, const std::vector<std::string>& extra = {});
@@ -97,7 +98,7 @@ TEST_P(VariantTest, DwTiledMatchesReference) {
   check_dw(ci, dtype, "dw_tiled");
 }
 
-void check_dw(int ci, DType dtype, const std::string& schedule) {
+void check_dw(int ci, DType dtype, const std::string& schedule, const std::vector<std::string>& extra) {
   const Case& c = kCases[ci];
   const ConvGeometry g = geometry(c);
   auto x = random_eighths(numel(x_dims(g)), 1 + ci);
@@ -112,7 +113,49 @@ void check_dw(int ci, DType dtype, const std::string& schedule) {
                    std::vector<float> w(numel(wd));
                    oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
                    return std::vector<double>(w.begin(), w.end());
-                 });
+                 },
+                 extra);
+}
+
+/** The fp32 dW problem of kCases[ci], without data. */
+Problem dw_problem_of(int ci) {
+  const Case& c = kCases[ci];
+  return make_backprop_filter_problem(shape_6hd(x_dims(geometry(c))), DType::kFloat32,
+                                      shape_6hd(y_dims(geometry(c))), DType::kFloat32,
+                                      {c.cout, c.k[0], geometry(c).cin_pg(), c.k[1], c.k[2]},
+                                      para_for(c, false));
+}
+
+// x staged once for several output depth slices (db): whole depth, part of it, and a split by
+// depth whose last part is shorter than a block ("odd_strided": depth 5 in 3 parts of 2, 2, 1).
+TEST(Variants, DwTiledDepthBlocksMatchReference) {
+  for (DType t : {DType::kFloat32, DType::kFloat16}) {
+    // "plain": batch 2, output depth 4, Kd 3.
+    check_dw(0, t, "dw_tiled",
+             {"nt=4,kwt=3,ch=1,parts=1,db=4", "nt=8,kwt=1,ch=2,parts=1,db=2",
+              "nt=4,kwt=3,ch=1,parts=2,db=2"});
+    // "odd_strided": batch 1, output depth 5, Kd 2 over stride 1.
+    check_dw(1, t, "dw_tiled", {"nt=1,kwt=1,ch=1,parts=1,db=5", "nt=1,kwt=2,ch=1,parts=3,db=2"});
+  }
+  // The candidates hold both choices where the form applies, and a db the depth does not
+  // divide is refused naming the rule.
+  const Problem plain = dw_problem_of(0);
+  const auto keys = schedule_candidates(plain, "dw_tiled");
+  EXPECT_TRUE(std::any_of(keys.begin(), keys.end(),
+                          [](const std::string& k) { return k.find(",db=1") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(keys.begin(), keys.end(), [](const std::string& k) {
+    return k.find(",db=2") != std::string::npos || k.find(",db=4") != std::string::npos;
+  }));
+  try {
+    compile(plain, CompileOptions{"dw_tiled", "nt=4,kwt=3,ch=1,parts=1,db=3"});
+    ADD_FAILURE() << "db=3 accepted for output depth 4";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("db must be 1, or divide the output depth a part walks (4)"),
+              std::string::npos)
+        << e.what();
+  }
+  // Grouped has Kd 1: nothing overlaps, so only db=1.
+  EXPECT_THROW(compile(dw_problem_of(2), CompileOptions{"dw_tiled", "db=3"}), UserError);
 }
 
 TEST_P(VariantTest, DxTiledMatchesReference) {
@@ -310,7 +353,7 @@ TEST(Variants, BadVariantsAreUserErrors) {
   para.dilations = std::vector<int64_t>{1, 1, 1, 1, 1};
   Problem p = make_backprop_filter_problem({1, 3, 2, 6, 6, 16}, DType::kFloat32, {1, 1, 2, 4, 4, 16},
                                            DType::kFloat32, {32, 3, 32, 3, 3}, para);
-  for (const char* v : {"nt=3", "nt=4,nt=4", "bogus=1", "nt=0", "nt", "kwt=2"})
+  for (const char* v : {"nt=3", "nt=4,nt=4", "bogus=1", "nt=0", "nt", "kwt=2", "db=2"})
     EXPECT_THROW(compile(p, CompileOptions{"dw_tiled", v}), UserError) << v;
   EXPECT_THROW(compile(p, CompileOptions{"reference", "nt=4"}), UserError);
   EXPECT_THROW(compile(p, CompileOptions{"auto", "nt=4"}), UserError);
