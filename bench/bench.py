@@ -223,27 +223,21 @@ def probe_memory(n):
 
 
 def l3_bytes():
-    """The last-level cache's size (sysfs, else sysconf), 0 where neither tells."""
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            if (index / "level").read_text().strip() == "3":
-                size = (index / "size").read_text().strip().upper()
-                scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
-                return int(size.rstrip("KMG")) * scale
-        except (OSError, ValueError):
-            continue
+    """The L3's size as tbex's cost model reads it (schedules/calibrate.h: sysfs, else
+    sysconf); 0 where it does not tell or tbex is not importable."""
     try:
-        return max(0, os.sysconf("SC_LEVEL3_CACHE_SIZE"))
-    except (ValueError, OSError, AttributeError):
+        from tbex import _C
+    except ImportError:
         return 0
+    return int(_C.host_cache(3)[0])
 
 
-def memory_probe_reaches_memory(l3=None):
+def memory_probe_reaches_memory(l3):
     """Whether the memory probe's buffer (64 MB a thread) is at least twice the last-level
     cache, so that its stream reads the memory path and not that cache. On an Intel guest with a
     260 MB L3 (shared with the host's other guests) one idle thread's probe read 14-25 GB/s from
-    one call to the next: as a reference it flagged 52 of 60 one-thread rows."""
-    l3 = l3_bytes() if l3 is None else l3
+    one call to the next: as a reference it flagged 52 of 60 one-thread rows. `l3`: bytes, 0 for
+    unknown (not taken for a small cache)."""
     return 0 < 2 * l3 <= MEM_PROBE_BYTES
 
 
@@ -455,14 +449,16 @@ def watched_availability(threads, enabled=True, budget=180.0):
     peaks, peaks_measured = measure_peak(threads)
     avail.watch_cores(peaks, peaks_measured)
     mem_ref = {}
-    if avail.enabled and memory_probe_reaches_memory():
-        mem_ref = measure_memory(threads)
-    elif avail.enabled:
-        print("bench: the memory path is not watched: the probe's %d MB per thread would read "
-              "this machine's %d MB last-level cache" % (MEM_PROBE_BYTES >> 20, l3_bytes() >> 20),
-              file=sys.stderr)
-    if mem_ref:
-        avail.watch_memory(mem_ref)
+    if avail.enabled:
+        l3 = l3_bytes()
+        if memory_probe_reaches_memory(l3):
+            mem_ref = measure_memory(threads)
+            avail.watch_memory(mem_ref)
+        else:
+            print("bench: the memory path is not watched: the probe's %d MB per thread would "
+                  "read the last-level cache (%s)" % (
+                      MEM_PROBE_BYTES >> 20, "%d MB" % (l3 >> 20) if l3 else "size unknown"),
+                  file=sys.stderr)
     return avail, peaks, peaks_measured, mem_ref
 
 

@@ -124,9 +124,10 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
                     "staging does not dominate");
   }
   const int64_t rows = rows_of(p, t.pair);
+  const Machine m = Machine::of(ctx.target);
   if (ctx.target.has_feature(Target::AVX512)) {
     t.kwt = largest_divisor_upto(g.kernel[2], 3);
-    // 12-16 zmm accumulators run best (more spill): 4n x 3kw, 8n x 2kw or 16n x 1kw.
+    // 12-16 zmm accumulators: 4n x 3kw, 8n x 2kw or 16n x 1kw (8n x 3kw is a candidate).
     t.nt = t.kwt == 3 ? 4 : t.kwt == 2 ? 8 : 16;
   } else {
     // Narrower files (AVX2: two ymm per 16 lanes): the kw taps whose tile holds the most
@@ -136,7 +137,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
       if (g.kernel[2] % kwt == 0 && nt * kwt > most) most = nt * kwt, t.kwt = kwt, t.nt = nt;
     }
   }
-  t.ch = l1_chunk(p, t, Machine::of(ctx.target));
+  t.ch = l1_chunk(p, t, m);
   const VariantFields f = space().resolve(ctx.variant, {{"nt", &t.nt}, {"kwt", &t.kwt}, {"ch", &t.ch}});
   t.stage_x = stage_x_rows(p);
   // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.
@@ -165,7 +166,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   }
   if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
   // Last: the depth extent a chunk can span depends on the parts.
-  t.db = f.count("db") ? f.at("db") : own_depth_block(p, t, Machine::of(ctx.target));
+  t.db = f.count("db") ? f.at("db") : own_depth_block(p, t, m);
   space().require(t.db == 1 || (depth_blocks_apply(p, t) && dw_depth_extent(p, t.parts) % t.db == 0),
                   ctx.variant,
                   "db must be 1, or divide the output depth a part walks (" +
@@ -193,13 +194,6 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   std::vector<DwTiles> list{d};
   const Machine m = Machine::of(ctx.target);
-  // x staged per depth slice or once for several: the other choice, as the own tile.
-  if (depth_blocks_apply(p, d)) {
-    DwTiles t = d;
-    t.db = d.db > 1 ? 1 : largest_divisor_upto(dw_depth_extent(p, d.parts), 2);
-    if (t.db != d.db) list.push_back(t);
-  }
-  const size_t own_depth = list.size();  // the tiles from here on take their own depth block
   for (int kwt = 3; kwt >= 1; --kwt) {
     if (g.kernel[2] % kwt != 0) continue;
     const int most = tile_accumulators(ctx.target, kwt);
@@ -235,7 +229,14 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     other.variant = "pair=" + std::to_string(3 - d.pair);
     list.push_back(choose_tiles(p, other));
   }
-  for (size_t i = own_depth; i < list.size(); ++i) list[i].db = own_depth_block(p, list[i], m);
+  // Every tile its own depth block; right after the own tile, the own tile with the other
+  // choice (x staged per depth slice, or once for several).
+  for (DwTiles& t : list) t.db = own_depth_block(p, t, m);
+  if (depth_blocks_apply(p, d)) {
+    DwTiles t = d;
+    t.db = d.db > 1 ? 1 : largest_divisor_upto(dw_depth_extent(p, d.parts), 2);
+    if (t.db != d.db) list.insert(list.begin() + 1, t);
+  }
   std::vector<std::string> keys;
   for (const DwTiles& t : list) keys.push_back(key_of(p, t));
   return TileSpace::candidates(keys, 10);

@@ -77,22 +77,28 @@ RVar scatter_tiles(ops::DxAlgorithm& a, int qt, int ct) {
 }
 
 namespace {
-/** The split runs over batch when it has enough entries (or more than depth), else depth. */
-bool split_by_batch(const Problem& p, int parts) {
-  return p.geo.n >= parts || p.geo.n >= p.geo.out[0];
+/** dW's reduction split into `parts`: over batch when it has enough entries (or more than
+ * depth), else depth; `per` entries of that extent a part. */
+struct DwSplit {
+  bool by_batch;
+  int64_t extent, per;
+};
+DwSplit dw_split(const Problem& p, int parts) {
+  const bool by_batch = p.geo.n >= parts || p.geo.n >= p.geo.out[0];
+  const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
+  return {by_batch, extent, (extent + parts - 1) / std::max(1, parts)};
 }
 }  // namespace
 
 int dw_parts(const Problem& p, int want) {
-  const int64_t extent = split_by_batch(p, want) ? p.geo.n : p.geo.out[0];
-  if (want < 2 || extent < 2) return 1;
-  const int64_t per = (extent + want - 1) / want;
-  return (int)((extent + per - 1) / per);
+  const DwSplit s = dw_split(p, want);
+  if (want < 2 || s.extent < 2) return 1;
+  return (int)((s.extent + s.per - 1) / s.per);
 }
 
 int64_t dw_depth_extent(const Problem& p, int parts) {
-  const int64_t Do = p.geo.out[0];
-  return parts > 1 && !split_by_batch(p, parts) ? (Do + parts - 1) / parts : Do;
+  const DwSplit s = dw_split(p, parts);
+  return parts > 1 && !s.by_batch ? s.per : p.geo.out[0];
 }
 
 int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
@@ -111,13 +117,11 @@ DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int pa
   red.body = acc;
   if (parts > 1) {
     RVar so("so"), si("si");
-    const bool by_batch = split_by_batch(p, parts);
-    const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
+    const DwSplit s = dw_split(p, parts);
     red.body = acc.update()
-                   .split(by_batch ? r[3] : r[2], so, si, (int)((extent + parts - 1) / parts),
-                          TailStrategy::GuardWithIf)
+                   .split(s.by_batch ? r[3] : r[2], so, si, (int)s.per, TailStrategy::GuardWithIf)
                    .rfactor(so, red.part);
-    (by_batch ? red.outer : red.mid) = si;
+    (s.by_batch ? red.outer : red.mid) = si;
   }
   Var u("u"), v("v"), bb("bb");
   red.intm = red.body.update()

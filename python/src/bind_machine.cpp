@@ -57,6 +57,15 @@ void define_machine(pyb::module_& m) {
       "the host's calibration (measured now when machine.json is missing, corrupt or another "
       "machine's, or remeasure) and the cost model's inputs for the host target; JSON texts under "
       "'calibration' and 'model'");
+  m.def(
+      "host_cache",
+      [](int level) {
+        const sched::CacheInfo c = sched::host_cache(level);
+        return pyb::make_tuple(c.bytes, c.sharing);
+      },
+      pyb::arg("level"),
+      "(bytes, cpus sharing it) of the host's data cache at `level` as the cost model reads it "
+      "(sysfs, else sysconf); bytes 0 where neither tells");
 }
 
 }  // namespace tbex::py

@@ -98,32 +98,29 @@ TEST_P(VariantTest, DwTiledMatchesReference) {
   check_dw(ci, dtype, "dw_tiled");
 }
 
+/** The dW problem of kCases[ci] with `dtype` operands, without data. */
+Problem dw_problem_of(int ci, DType dtype = DType::kFloat32) {
+  const Case& c = kCases[ci];
+  const ConvGeometry g = geometry(c);
+  return make_backprop_filter_problem(shape_6hd(x_dims(g)), dtype, shape_6hd(y_dims(g)), dtype,
+                                      {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
+                                      para_for(c, false));
+}
+
 void check_dw(int ci, DType dtype, const std::string& schedule, const std::vector<std::string>& extra) {
   const Case& c = kCases[ci];
   const ConvGeometry g = geometry(c);
   auto x = random_eighths(numel(x_dims(g)), 1 + ci);
   auto dy = random_eighths(numel(y_dims(g)), 100 + ci);
   const auto x6 = to_6hd(x, x_dims(g), dtype), y6 = to_6hd(dy, y_dims(g), dtype);
-  Problem p = make_backprop_filter_problem(shape_6hd(x_dims(g)), dtype, shape_6hd(y_dims(g)), dtype,
-                                           {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
-                                           para_for(c, false));
   const Dims5 wd = w_dims(g);
-  check_variants(p, schedule, {x6.data(), y6.data()}, test::ref_dw(g, x, dy),
+  check_variants(dw_problem_of(ci, dtype), schedule, {x6.data(), y6.data()}, test::ref_dw(g, x, dy),
                  [&](const std::vector<float>& out) {
                    std::vector<float> w(numel(wd));
                    oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
                    return std::vector<double>(w.begin(), w.end());
                  },
                  extra);
-}
-
-/** The fp32 dW problem of kCases[ci], without data. */
-Problem dw_problem_of(int ci) {
-  const Case& c = kCases[ci];
-  return make_backprop_filter_problem(shape_6hd(x_dims(geometry(c))), DType::kFloat32,
-                                      shape_6hd(y_dims(geometry(c))), DType::kFloat32,
-                                      {c.cout, c.k[0], geometry(c).cin_pg(), c.k[1], c.k[2]},
-                                      para_for(c, false));
 }
 
 // x staged once for several output depth slices (db): whole depth, part of it, and a split by
