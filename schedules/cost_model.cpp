@@ -165,12 +165,15 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   const double pass_bw =
       n.pass_bytes > m.l3 ? (shared ? m.dram_bw_mt : m.dram_bw) : m.copy_bytes_per_cycle;
   e.passes = (n.pass_bytes / pass_bw + n.pass_ops / m.issue) / std::max(1, n.threads);
-  // Windows read again from beyond the L2, from the level their footprint fits.
-  if (n.reread_bytes > 0) {
-    const double reread_bw = n.reread_footprint <= m.l3 ? (shared ? m.l3_bw_mt : m.l3_bw)
-                                                        : (shared ? m.dram_bw_mt : m.dram_bw);
-    e.passes += n.reread_bytes / reread_bw / std::max(1, n.threads);
-  }
+  // Windows read again from beyond the L2, and bursts of stores, at the bandwidth of the level
+  // their footprint fits (a burst's line: read for ownership, then written back).
+  auto beyond_l2_bw = [&](int64_t footprint) {
+    return footprint <= m.l3 ? (shared ? m.l3_bw_mt : m.l3_bw) : (shared ? m.dram_bw_mt : m.dram_bw);
+  };
+  if (n.reread_bytes > 0)
+    e.passes += n.reread_bytes / beyond_l2_bw(n.reread_footprint) / std::max(1, n.threads);
+  if (n.burst_write_bytes > 0)
+    e.passes += 2 * n.burst_write_bytes / beyond_l2_bw(n.burst_write_footprint) / std::max(1, n.threads);
   e.lane_use = n.lane_use;
   // Streaming operands and computing overlap, but not perfectly once the stream is a good part
   // of the compute time: a smooth maximum (the cubic norm: equal parts cost 1.26x either; a

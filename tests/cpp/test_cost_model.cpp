@@ -269,6 +269,24 @@ TEST(CostModel, DxRowGroupsWhereBlocksTakeTurnsOnASlice) {
   knobs::unset("TBEX_CALIBRATE");
 }
 
+TEST(CostModel, DxChunksPayTheRowsCopyOut) {
+  // A chunked dX reduction sums a row in L1 and copies it out in a burst the tile loop does not
+  // overlap; unchunked tiles store from registers between their steps. The chunked variant's
+  // passes carry that copy (read for ownership and write-back of all of dX) on top of its
+  // staging; the unchunked one's do not.
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
+  const auto* s = sched::dx_tiled_schedule();
+  const Problem p = dx_problem(kLarge);
+  const sched::Machine m = sched::Machine::of(avx512);
+  const sched::Estimate chunked = s->estimate(p, {avx512, 1, "qt=8,ct=2,kwt=3,kt=3,hb=8"});
+  const sched::Estimate whole = s->estimate(p, {avx512, 1, "qt=8,ct=2,kwt=3,kt=27,hb=8"});
+  const double dx_bytes = 4.0 * kLarge.n * kLarge.d * kLarge.h * kLarge.w * kLarge.cin;
+  const double bw = dx_bytes <= double(m.l3) ? m.l3_bw : m.dram_bw;
+  EXPECT_GE(chunked.passes - whole.passes, 2 * dx_bytes / bw);
+  knobs::unset("TBEX_CALIBRATE");
+}
+
 sched::LoopNest nest_with(int accumulators, int operands) {
   sched::LoopNest n;
   n.tile = {double(accumulators), double(operands), accumulators, operands, 0};
@@ -318,6 +336,14 @@ TEST(CostModel, MicroKernelTerms) {
   far.visit_footprint = m.l2 * 4, far.chunk_footprint = m.l3 * 4;
   EXPECT_STREQ(sched::evaluate(far, m).level, "DRAM");
   EXPECT_GT(sched::evaluate(far, m).cycles, 10 * sched::evaluate(nest_with(12, 7), m).cycles);
+  // A burst of stores nothing overlaps costs each line a read for ownership and a write-back at
+  // the bandwidth of the level it lands in, beside the passes (one thread: the single-core rate).
+  sched::LoopNest burst = nest_with(12, 7);
+  burst.burst_write_bytes = 64 << 20;
+  burst.burst_write_footprint = 4 * m.l3;
+  EXPECT_NEAR(sched::evaluate(burst, m).passes, 2.0 * (64 << 20) / m.dram_bw, 1.0);
+  burst.burst_write_footprint = m.l3 / 4;
+  EXPECT_NEAR(sched::evaluate(burst, m).passes, 2.0 * (64 << 20) / m.l3_bw, 1.0);
   // Halide's fallback target without AVX-512: a 16-lane tile vector is two machine vectors.
   const sched::Machine avx2 = sched::Machine::of(Halide::Target("x86-64-linux-avx2-fma"));
   EXPECT_EQ(avx2.lanes, 8);
