@@ -173,7 +173,8 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   if (n.reread_bytes > 0)
     e.passes += n.reread_bytes / beyond_l2_bw(n.reread_footprint) / std::max(1, n.threads);
   if (n.burst_write_bytes > 0)
-    e.passes += 2 * n.burst_write_bytes / beyond_l2_bw(n.burst_write_footprint) / std::max(1, n.threads);
+    e.passes += 2 * n.burst_write_bytes / beyond_l2_bw(int64_t(n.burst_write_bytes)) /
+                std::max(1, n.threads);
   e.lane_use = n.lane_use;
   // Streaming operands and computing overlap, but not perfectly once the stream is a good part
   // of the compute time: a smooth maximum (the cubic norm: equal parts cost 1.26x either; a

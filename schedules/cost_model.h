@@ -137,11 +137,10 @@ struct LoopNest {
    * passes, from L3 or DRAM. */
   double reread_bytes = 0;
   int64_t reread_footprint = 0;
-  /** Bytes stored in bursts the hot loop does not overlap (a row of partial sums copied out of
-   * L1 once its chunks are summed), and the footprint they land in: each line costs a read for
-   * ownership and a write-back at that level's bandwidth, beside the passes. */
+  /** Bytes stored once each, in bursts the hot loop does not overlap (rows of partial sums
+   * copied out of L1 once their chunks are summed): each line costs a read for ownership and a
+   * write-back at the bandwidth of the level those bytes fit, beside the passes. */
   double burst_write_bytes = 0;
-  int64_t burst_write_footprint = 0;
 };
 
 /** Useful / executed FMA lanes: `flops` (2 per multiply-add) over the nest's vector FMAs. */

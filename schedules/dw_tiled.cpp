@@ -3,12 +3,12 @@
  * AVX-512 vector per kw) streams K in chunks of CH output rows (of DB output depth slices), so
  * the x and dy rows a chunk touches stay in L2 while every output tile is updated from them
  * (split_dw_reduction: intm holds one chunk's partial sums for one tile, in registers). A chunk
- * stages the padded x rows its slices' kd taps read once, so neighbouring slices share them. Output tiles are split across
- * threads (outermost parallel loop), so there is no cross-thread reduction. With few tiles, or
- * where staging x dominates (every tile group stages every chunk), the reduction is split
- * instead into a fixed number of parts (dw_parts), each a thread's whole unit staging only its
- * share of x, summed at the end; the part count never depends on the threads, so results do
- * not either. */
+ * stages the padded x rows its slices' kd taps read once, so neighbouring slices share them.
+ * Output tiles are split across threads (outermost parallel loop), so there is no cross-thread
+ * reduction. With few tiles, or where staging x dominates (every tile group stages every chunk),
+ * the reduction is split instead into a fixed number of parts (dw_parts), each a thread's whole
+ * unit staging only its share of x, summed at the end; the part count never depends on the
+ * threads, so results do not either. */
 #include <sstream>
 
 #include "schedules/loops.h"
@@ -71,7 +71,7 @@ int64_t x_slices_of(const Problem& p, int64_t db) {
 
 /** Bytes a chunk of `rows` output rows of `db` depth slices stages and every tile passes over:
  * x (all blocks, every kd and kh) and dy rows (every output channel). */
-int64_t chunk_footprint(const Problem& p, int64_t rows, int64_t db = 1) {
+int64_t chunk_footprint(const Problem& p, int64_t rows, int64_t db) {
   const ConvGeometry& g = p.geo;
   return x_rows_of(p, rows) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * x_slices_of(p, db) +
          db * rows * g.out[2] * 64 * g.cout1();

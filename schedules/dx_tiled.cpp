@@ -149,7 +149,6 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
     n.steps_per_visit /= chunk_count;
     n.pass_ops = 2.0 * dx_elems(p) / m.lanes;
     n.burst_write_bytes = dx_elems(p) * 4;
-    n.burst_write_footprint = int64_t(n.burst_write_bytes);
   }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
   n.executed = ops::inside_tap_share(p);

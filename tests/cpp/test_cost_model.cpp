@@ -339,11 +339,10 @@ TEST(CostModel, MicroKernelTerms) {
   // A burst of stores nothing overlaps costs each line a read for ownership and a write-back at
   // the bandwidth of the level it lands in, beside the passes (one thread: the single-core rate).
   sched::LoopNest burst = nest_with(12, 7);
-  burst.burst_write_bytes = 64 << 20;
-  burst.burst_write_footprint = 4 * m.l3;
-  EXPECT_NEAR(sched::evaluate(burst, m).passes, 2.0 * (64 << 20) / m.dram_bw, 1.0);
-  burst.burst_write_footprint = m.l3 / 4;
-  EXPECT_NEAR(sched::evaluate(burst, m).passes, 2.0 * (64 << 20) / m.l3_bw, 1.0);
+  burst.burst_write_bytes = 4.0 * m.l3;
+  EXPECT_NEAR(sched::evaluate(burst, m).passes, 2.0 * 4 * m.l3 / m.dram_bw, 1.0);
+  burst.burst_write_bytes = m.l3 / 4.0;
+  EXPECT_NEAR(sched::evaluate(burst, m).passes, 2.0 * m.l3 / 4 / m.l3_bw, 1.0);
   // Halide's fallback target without AVX-512: a 16-lane tile vector is two machine vectors.
   const sched::Machine avx2 = sched::Machine::of(Halide::Target("x86-64-linux-avx2-fma"));
   EXPECT_EQ(avx2.lanes, 8);
