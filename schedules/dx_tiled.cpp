@@ -5,7 +5,11 @@
  * 6HD places (the algorithm's scatter form; a ragged frame is gathered per depth slice).
  * Unit strides may chunk the reduction by kernel rows or depth slices (GemmTiles::kt) where a
  * block's weights exceed the L1: the row's tiles then run chunk by chunk against weights held in
- * L1, adding their partial sums to a row kept there. */
+ * L1, adding their partial sums to a row kept there.
+ *
+ * Unit strides read fp32 dy in place (no staged copy) where that measured faster: in chunked
+ * tiles, and in rows that are peeled (their few tiles unrolled, so the edge tiles' taps into the
+ * width padding fold away). See reads_dy_in_place. */
 #include <algorithm>
 
 #include "schedules/gemm_tile.h"
@@ -18,11 +22,44 @@ namespace {
 
 using namespace Halide;
 
+/** Whether the tiles of a row run unrolled, each with constant positions: an unchunked tile
+ * whose row holds at most 2 of them (unit strides) or 4 (the stride-phase frame). Where dy is
+ * read in place (unit strides), the edge tiles' taps into the width padding then read a constant
+ * 0 and fold away (the padding select of a loop tile stays in its inner loop: e1 dX read in place
+ * without peeling ran no faster than staged). Each such tile is code of its own: 4 tiles took
+ * 0.9-1.2 s to compile (c2 and f [qt=8,ct=2]), 2 tiles 0.5-0.7 s. The phase frame keeps dy
+ * staged, so its tiles share their code; peeling measured level or slightly faster there: g dX
+ * [qt=7,ct=2] (4 tiles of its row, compiled in 0.5 s) 35.8 against 37.0 ms at 1 thread, 17.3
+ * against 17.6 at 2. */
+bool peeled_row(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  return !chunked(s, t) && ceil_div(s.row, (int64_t)t.qt) <= (is_strided(p) ? 4 : 2);
+}
+
+/** Whether the tiles read fp32 dy in place through the padding select, instead of a zero-padded
+ * copy staged in a pass of its own (its 5-7% of the time: the pass's reads of dy from L3 or DRAM
+ * are not overlapped with compute, where the tiles' are). Emerald Rapids, 1 thread, staged
+ * against in place: e1 [qt=14,ct=1,kwt=3] (peeled) 4.06 against 3.62 ms (2 threads 2.25 / 1.89);
+ * chunked tiles: f 10.7 / 10.0, c2 43.5 / 40.8, c1 96.1 / 90.2, b 266 / 251. Not with strides
+ * (dy indexed through the phase's taps): g dX's scatter form 37 against 51 ms peeled, 55 not,
+ * and level or slower with 16 or 32 output channels (the seed, 16: 6.18 against 5.82, the one
+ * strided gain measured, was not kept). Nor for 16-bit dy (converted per broadcast: e1 f16 4.0
+ * against 5.9 ms, c2 43 against 57), nor pairs. */
+bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  if (p.in_dtype != DType::kFloat32 || t.pair != 1 || is_strided(p)) return false;
+  return chunked(s, t) || peeled_row(p, s, t);
+}
+
 class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_tiled"; }
   std::string describe(const Problem& p, const Context& ctx) const override {
-    return describe_tiles(p, ctx, "w") + (is_strided(p) ? "stride-phase frame, " : "") +
+    const GemmShape s = shape_for(p, ctx);
+    const GemmTiles t = choose_gemm_tiles(s, ctx.variant);
+    return describe_gemm_tile(t, s, "w") + (is_strided(p) ? "stride-phase frame, " : "") +
+           (peeled_row(p, s, t) ? "row of " + std::to_string(ceil_div(s.row, (int64_t)t.qt)) +
+                                   " tiles unrolled, "
+                             : "") +
+           (reads_dy_in_place(p, s, t) ? "dy read in place, " : "") +
            std::to_string(ctx.threads) + " threads";
   }
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -120,7 +157,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // L2: only the writes count).
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
-  n.pass_bytes = (w_elems + staged_dy_elems(p)) * (input_bytes(p) + staged_bytes) +
+  const bool in_place = reads_dy_in_place(p, s, t);
+  n.pass_bytes = (w_elems + (in_place ? 0 : staged_dy_elems(p))) * (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
   // Row groups (GemmTiles::hb). Without them each block of a real group after the first reads
   // a depth slice's dy rows again where they overflow the L2 (slice_dy_overflows_l2, the rule
@@ -152,6 +190,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
   n.executed = ops::inside_tap_share(p);
+  // A peeled row read in place leaves out the taps into the width padding too.
+  if (in_place && peeled_row(p, s, t)) n.executed *= ops::inside_share(p, 2);
   return evaluate(n, m);
 }
 
@@ -169,8 +209,9 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
     a.dysp.vectorize(a.e);
   } else {
     stage_dx_weights(a, p, t.ct);
-    stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+    if (!reads_dy_in_place(p, s, t)) stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
   }
+  const bool peel = peeled_row(p, s, t);
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
   if (a.scatter) {
     const RVar rwo = scatter_tiles(a, t.qt, t.ct);
@@ -178,6 +219,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
     // A row of fewer positions than a multiple of qt ends in a shorter tile; the tile keeps its
     // constant extent (its registers), computing a few phase-frame positions no one stores.
     acc.bound_extent(qw, t.qt);
+    if (peel) a.out.update().unroll(rwo);
     return;
   }
   if (a.strided) {
@@ -192,6 +234,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
         .unroll(wi)
         .unroll(c1i);
     register_tile(acc, a.dxp, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
+    if (peel) a.dxp.unroll(wo);
     return;
   }
   // Groups of hb output rows, every channel block inside each group (GemmTiles::hb): the loop
@@ -235,6 +278,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
       .parallel(par);
   if (!chunked(s, t))
     register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
+  if (peel) a.out.unroll(wo);
 }
 
 }  // namespace

@@ -57,10 +57,10 @@ Problem dw_problem(const Conv& c) {
                                       para_of(c, false));
 }
 
-Problem dx_problem(const Conv& c) {
+Problem dx_problem(const Conv& c, DType dtype = DType::kFloat32) {
   const std::vector<int64_t> fs{c.cout, c.cin / c.groups, c.k[0], c.k[1], c.k[2]};
   return make_backprop_input_problem(shape_fz3d({fs[0], fs[1], fs[2], fs[3], fs[4]}, c.groups),
-                                     DType::kFloat32, dy_shape(c), DType::kFloat32,
+                                     dtype, dy_shape(c), dtype,
                                      fs, {c.n, c.d, c.h, c.w, c.cin},
                                      para_of(c, true));
 }
@@ -273,17 +273,59 @@ TEST(CostModel, DxChunksPayTheRowsCopyOut) {
   // A chunked dX reduction sums a row in L1 and copies it out in a burst the tile loop does not
   // overlap; unchunked tiles store from registers between their steps. The chunked variant's
   // passes carry that copy (read for ownership and write-back of all of dX) on top of its
-  // staging; the unchunked one's do not.
+  // staging; the unchunked one's do not. (fp16 dy: both stage it; fp32 chunks read it in place.)
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
   const auto* s = sched::dx_tiled_schedule();
-  const Problem p = dx_problem(kLarge);
+  const Problem p = dx_problem(kLarge, DType::kFloat16);
   const sched::Machine m = sched::Machine::of(avx512);
   const sched::Estimate chunked = s->estimate(p, {avx512, 1, "qt=8,ct=2,kwt=3,kt=3,hb=8"});
   const sched::Estimate whole = s->estimate(p, {avx512, 1, "qt=8,ct=2,kwt=3,kt=27,hb=8"});
   const double dx_bytes = 4.0 * kLarge.n * kLarge.d * kLarge.h * kLarge.w * kLarge.cin;
   const double bw = dx_bytes <= double(m.l3) ? m.l3_bw : m.dram_bw;
   EXPECT_GE(chunked.passes - whole.passes, 2 * dx_bytes / bw);
+  knobs::unset("TBEX_CALIBRATE");
+}
+
+TEST(CostModel, DxReadsFp32DyInPlaceWhereChunkedOrPeeled) {
+  // dx_tiled reads fp32 dy in place (no staging pass) in chunked tiles and in peeled rows (at
+  // most 2 tiles, unrolled), where the taps into the width padding fold away too; a loop of more
+  // tiles, the strided phase frame (peeled up to 4 tiles) and 16-bit dy stage it.
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
+  const auto* s = sched::dx_tiled_schedule();
+  const auto has = [&](const Problem& p, const std::string& v, const char* what) {
+    return s->describe(p, {avx512, 1, v}).find(what) != std::string::npos;
+  };
+  const Problem large = dx_problem(kLarge), small = dx_problem(kSmall);
+  // kLarge: 56 positions a row.
+  EXPECT_TRUE(has(large, "qt=8,ct=2,kwt=3,kt=3,hb=8", "dy read in place"));
+  EXPECT_FALSE(has(large, "qt=8,ct=2,kwt=3,kt=3,hb=8", "tiles unrolled"));
+  EXPECT_FALSE(has(large, "qt=8,ct=2,kwt=3,kt=27,hb=8", "dy read in place"));
+  EXPECT_FALSE(has(large, "qt=8,ct=2,kwt=3,kt=27,hb=8", "tiles unrolled"));
+  EXPECT_FALSE(has(large, "qt=14,ct=2,kwt=1,kt=27,hb=8", "tiles unrolled"));
+  EXPECT_TRUE(has(large, "qt=28,ct=1,kwt=1,kt=27,hb=8", "row of 2 tiles unrolled, dy read in place"));
+  EXPECT_FALSE(has(dx_problem(kLarge, DType::kFloat16), "qt=28,ct=1,kwt=1,kt=27,hb=8", "in place"));
+  // kSmall: 12 positions a row, 2 tiles of 6.
+  EXPECT_TRUE(has(small, "qt=6,ct=1,kwt=3,kt=27", "row of 2 tiles unrolled, dy read in place"));
+  EXPECT_FALSE(has(small, "qt=4,ct=1,kwt=3,kt=27", "tiles unrolled"));
+  // Strided: peeled, dy staged, in the scatter form (every extent even) and the phase frame of
+  // a ragged extent alike.
+  Conv ragged = kStrided;
+  ragged.d = 5;
+  for (const Problem& p : {dx_problem(kStrided), dx_problem(ragged)}) {
+    EXPECT_TRUE(has(p, "qt=7,ct=1", "row of 1 tiles unrolled"));
+    EXPECT_FALSE(has(p, "qt=7,ct=1", "in place"));
+  }
+  // The estimate: in place drops the staging pass's dy and the peeled row's width-padding taps;
+  // the same tile on fp16 dy stages it and computes them.
+  const sched::Estimate f32 = s->estimate(small, {avx512, 1, "qt=6,ct=1,kwt=3,kt=27"});
+  const sched::Estimate f16 = s->estimate(dx_problem(kSmall, DType::kFloat16),
+                                          {avx512, 1, "qt=6,ct=1,kwt=3,kt=27"});
+  EXPECT_LT(f32.passes, f16.passes);
+  const double w_share = ops::inside_share(small, 2);
+  EXPECT_LT(w_share, 1.0);
+  EXPECT_NEAR(f32.compute / f16.compute, w_share, 0.01);
   knobs::unset("TBEX_CALIBRATE");
 }
 

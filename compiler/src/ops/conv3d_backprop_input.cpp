@@ -100,7 +100,8 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   // multiply-adds of zero padding are not executed (8-10% of e1's and f's dX on a Zen 3), in
   // the dims that have such taps (skips_outside). Along the row the taps stay whole: the
   // positions of a register tile share its tap loops, and a predicate on the position would
-  // split the tile.
+  // split the tile (a schedule that unrolls a row's few tiles and reads dy in place has the
+  // padding select fold those taps away instead: dx_tiled).
   const bool skip_d = skips_outside(p, 0), skip_h = skips_outside(p, 1);
   struct Taps {
     PhaseTaps w, h, d;

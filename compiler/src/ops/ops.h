@@ -246,7 +246,7 @@ inline double inside_share_1d(OpKind op, int64_t in, int64_t out, int64_t k, int
   return walked ? double(inside) / walked : 1.0;
 }
 
-/** inside_share_1d of p's dim i (0: depth, 1: height). */
+/** inside_share_1d of p's dim i (0: depth, 1: height, 2: width). */
 inline double inside_share(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
   return inside_share_1d(p.op, g.in[i], g.out[i], g.kernel[i], g.stride[i], g.dilation[i],
