@@ -129,7 +129,7 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
   // thread for its own), the output stage with the partial sums, and the per-chunk additions of
   // the tile read back.
   const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
-  const double stagers = t.parts > 1 ? 1.0 : double(std::min<int64_t>(ctx.threads, t.tiles));
+  const double stagers = tile_stagers(t.tiles, ctx.threads, t.parts, p.group.real_g);
   const double x_staged = t.x_root ? x_elems / stagers : x_elems * t.restage;
   n.pass_bytes = stagers * (x_staged + dy_elems(p)) * (input_bytes(p) + 2) +
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1) + n.visits * 16 * 16 * 4 * 2;

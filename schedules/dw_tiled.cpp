@@ -269,14 +269,14 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   n.units = t.parts > 1 ? t.parts : tiles;
   // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
   // output stage, and adding the partial sums. Unsplit, every tile group (thread) stages every
-  // chunk for its own tiles: the staging does not shrink with threads.
+  // chunk for its own tiles (the blocks of its real groups: tile_stagers).
   const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
   // The pair form stages each x row twice (as a pair's first and second row), in bf16.
   // A chunk of db depth slices stages the x slices their kd taps share once.
   const double restage = double(x_slices_of(p, t.db)) / (t.db * g.stride[0]) * x_rows /
                          (t.ch * t.pair * g.stride[1]) * t.pair;
   const double staged = t.pair == 2 ? 2 : 4;
-  const double stagers = t.parts > 1 ? 1.0 : double(std::min<int64_t>(ctx.threads, tiles));
+  const double stagers = tile_stagers(tiles, ctx.threads, t.parts, gd.real_g);
   n.pass_bytes = stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + staged) : 0) +
                             (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + staged) : 0)) +
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);

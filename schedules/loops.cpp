@@ -167,4 +167,10 @@ Var spread_tiles(Stage s, const std::vector<VarOrRVar>& dims, int64_t tiles, int
   return tgi;
 }
 
+double tile_stagers(int64_t tiles, int threads, int parts, int64_t real_g) {
+  if (parts > 1) return 1.0;
+  const int64_t groups = std::max<int64_t>(1, std::min<int64_t>(threads, tiles));
+  return double(groups * ceil_div(real_g, groups)) / double(real_g);
+}
+
 }  // namespace tbex::sched

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "schedules/cost_model.h"
+#include "schedules/loops.h"
 #include "schedules/registry.h"
 #include "ops/ops.h"
 #include "tbex/knobs.h"
@@ -326,6 +327,32 @@ TEST(CostModel, DxReadsFp32DyInPlaceWhereChunkedOrPeeled) {
   const double w_share = ops::inside_share(small, 2);
   EXPECT_LT(w_share, 1.0);
   EXPECT_NEAR(f32.compute / f16.compute, w_share, 0.01);
+  knobs::unset("TBEX_CALIBRATE");
+}
+
+TEST(CostModel, DwThreadsStageOnlyTheirGroupsX) {
+  // The dW tiles are spread over threads with the real group outermost: 4 groups over 2 threads
+  // give each thread 2 groups, and unsplit it stages only their x; a dense problem's threads
+  // each stage all of x for their tiles; split parts stage their own shares.
+  EXPECT_DOUBLE_EQ(sched::tile_stagers(144, 2, 1, 4), 1.0);
+  EXPECT_DOUBLE_EQ(sched::tile_stagers(144, 2, 1, 1), 2.0);
+  EXPECT_DOUBLE_EQ(sched::tile_stagers(144, 2, 1, 3), 4.0 / 3);
+  EXPECT_DOUBLE_EQ(sched::tile_stagers(144, 2, 4, 1), 1.0);
+  EXPECT_DOUBLE_EQ(sched::tile_stagers(1, 2, 1, 1), 1.0);
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
+  const auto* s = sched::dw_tiled_schedule();
+  const char* v = "nt=4,kwt=3,ch=7,parts=1,db=4";
+  const Conv grouped{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
+  Conv dense = grouped;
+  dense.groups = 1;
+  for (const Conv& c : {grouped, dense}) {
+    const Problem p = dw_problem(c);
+    const double one = s->estimate(p, {avx512, 1, v}).passes;
+    const double two = s->estimate(p, {avx512, 2, v}).passes;
+    if (c.groups == 4) EXPECT_NEAR(two, one / 2, one * 1e-9);
+    else EXPECT_GT(two, 0.9 * one);  // twice the staging over two threads, the output halved
+  }
   knobs::unset("TBEX_CALIBRATE");
 }
 
