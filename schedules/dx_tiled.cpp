@@ -22,31 +22,35 @@ namespace {
 
 using namespace Halide;
 
-/** Whether the tiles of a row run unrolled, each with constant positions: an unchunked tile
- * whose row holds at most 2 of them (unit strides) or 4 (the stride-phase frame). Where dy is
- * read in place (unit strides), the edge tiles' taps into the width padding then read a constant
- * 0 and fold away (the padding select of a loop tile stays in its inner loop: e1 dX read in place
- * without peeling ran no faster than staged). Each such tile is code of its own: 4 tiles took
- * 0.9-1.2 s to compile (c2 and f [qt=8,ct=2]), 2 tiles 0.5-0.7 s. The phase frame keeps dy
- * staged, so its tiles share their code; peeling measured level or slightly faster there: g dX
- * [qt=7,ct=2] (4 tiles of its row, compiled in 0.5 s) 35.8 against 37.0 ms at 1 thread, 17.3
- * against 17.6 at 2. */
-bool peeled_row(const Problem& p, const GemmShape& s, const GemmTiles& t) {
-  return !chunked(s, t) && ceil_div(s.row, (int64_t)t.qt) <= (is_strided(p) ? 4 : 2);
-}
+/** The tiles along one row of t's frame. */
+int64_t row_tiles(const GemmShape& s, const GemmTiles& t) { return ceil_div(s.row, (int64_t)t.qt); }
 
 /** Whether the tiles read fp32 dy in place through the padding select, instead of a zero-padded
  * copy staged in a pass of its own (its 5-7% of the time: the pass's reads of dy from L3 or DRAM
- * are not overlapped with compute, where the tiles' are). Emerald Rapids, 1 thread, staged
- * against in place: e1 [qt=14,ct=1,kwt=3] (peeled) 4.06 against 3.62 ms (2 threads 2.25 / 1.89);
- * chunked tiles: f 10.7 / 10.0, c2 43.5 / 40.8, c1 96.1 / 90.2, b 266 / 251. Not with strides
- * (dy indexed through the phase's taps): g dX's scatter form 37 against 51 ms peeled, 55 not,
- * and level or slower with 16 or 32 output channels (the seed, 16: 6.18 against 5.82, the one
- * strided gain measured, was not kept). Nor for 16-bit dy (converted per broadcast: e1 f16 4.0
- * against 5.9 ms, c2 43 against 57), nor pairs. */
+ * are not overlapped with compute, where the tiles' are): chunked tiles, and unchunked rows of
+ * at most 2 tiles, which are peeled (peeled_row) so that the edge tiles' taps into the width
+ * padding read a constant 0 and fold away (the padding select of a loop tile stays in its inner
+ * loop: e1 dX read in place without peeling ran no faster than staged; 4 peeled tiles took
+ * 0.9-1.2 s to compile, c2 and f [qt=8,ct=2], 2 tiles 0.5-0.7 s). Emerald Rapids, 1 thread,
+ * staged against in place: e1 [qt=14,ct=1,kwt=3] (peeled) 4.06 against 3.62 ms (2 threads
+ * 2.25 / 1.89); chunked tiles: f 10.7 / 10.0, c2 43.5 / 40.8, c1 96.1 / 90.2, b 266 / 251. Not
+ * with strides (dy indexed through the phase's taps): g dX's scatter form 37 against 51 ms
+ * peeled, 55 not, and level or slower with 16 or 32 output channels (the seed, 16: 6.18 against
+ * 5.82, the one strided gain measured, was not kept). Nor for 16-bit dy (converted per
+ * broadcast: e1 f16 4.0 against 5.9 ms, c2 43 against 57), nor pairs. */
 bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   if (p.in_dtype != DType::kFloat32 || t.pair != 1 || is_strided(p)) return false;
-  return chunked(s, t) || peeled_row(p, s, t);
+  return chunked(s, t) || row_tiles(s, t) <= 2;
+}
+
+/** Whether the tiles of a row run unrolled, each with constant positions: at unit stride where
+ * dy is read in place unchunked (above; on staged dy peeling there only cost compile time: e1
+ * dX 4.07 ms peeled against 4.06, compiled in 0.4 s against 0.3); in the stride-phase frame
+ * (dy staged, so its tiles share their code) rows of at most 4 tiles: g dX [qt=7,ct=2] 35.8
+ * against 37.0 ms at 1 thread, 17.3 against 17.6 at 2, compiled in 0.5 s. */
+bool peeled_row(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  if (chunked(s, t)) return false;
+  return is_strided(p) ? row_tiles(s, t) <= 4 : reads_dy_in_place(p, s, t);
 }
 
 class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
@@ -56,7 +60,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
     const GemmShape s = shape_for(p, ctx);
     const GemmTiles t = choose_gemm_tiles(s, ctx.variant);
     return describe_gemm_tile(t, s, "w") + (is_strided(p) ? "stride-phase frame, " : "") +
-           (peeled_row(p, s, t) ? "row of " + std::to_string(ceil_div(s.row, (int64_t)t.qt)) +
+           (peeled_row(p, s, t) ? "row of " + std::to_string(row_tiles(s, t)) +
                                    " tiles unrolled, "
                              : "") +
            (reads_dy_in_place(p, s, t) ? "dy read in place, " : "") +
@@ -190,8 +194,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
   n.executed = ops::inside_tap_share(p);
-  // A peeled row read in place leaves out the taps into the width padding too.
-  if (in_place && peeled_row(p, s, t)) n.executed *= ops::inside_share(p, 2);
+  // An unchunked row read in place is peeled, leaving out the taps into the width padding too.
+  if (in_place && !chunks) n.executed *= ops::inside_share(p, 2);
   return evaluate(n, m);
 }
 
