@@ -9,7 +9,8 @@
  *
  * Unit strides read fp32 dy in place (no staged copy) where that measured faster: in chunked
  * tiles, and in rows that are peeled (their few tiles unrolled, so the edge tiles' taps into the
- * width padding fold away). See reads_dy_in_place. */
+ * width padding fold away). See reads_dy_in_place. Elsewhere at unit stride (16-bit dy, wider
+ * rows) dy is staged row by row as the tiles reach it (slide_dy_rows); with strides, whole. */
 #include <algorithm>
 
 #include "schedules/gemm_tile.h"
@@ -43,6 +44,12 @@ bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t)
   return chunked(s, t) || row_tiles(s, t) <= 2;
 }
 
+/** Whether dy is staged row by row (slide_dy_rows): at unit stride, where the tiles neither
+ * read it in place nor run bf16 pairs. */
+bool slides_dy(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  return t.pair == 1 && !is_strided(p) && !reads_dy_in_place(p, s, t);
+}
+
 /** Whether the tiles of a row run unrolled, each with constant positions: at unit stride where
  * dy is read in place unchunked (above; on staged dy peeling there only cost compile time: e1
  * dX 4.07 ms peeled against 4.06, compiled in 0.4 s against 0.3); in the stride-phase frame
@@ -51,6 +58,34 @@ bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t)
 bool peeled_row(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   if (chunked(s, t)) return false;
   return is_strided(p) ? row_tiles(s, t) <= 4 : reads_dy_in_place(p, s, t);
+}
+
+/** Staged dy at unit stride: converted to fp32 and zero-padded a row at a time as the tiles
+ * reach it, not in a pass of its own before them. Stored per sweep of a channel block over the
+ * rows and computed per output row: Halide's sliding window converts only the rows the last
+ * output row did not (the new one, at every depth tap), so the conversion runs beside the
+ * tiles, on rows about to be read. Each block's sweep and each depth slice convert the rows
+ * again (staged_dy_conversions). Emerald Rapids, f16 dy, staged whole against by rows, 1 / 2
+ * threads: e1 4.17 / 2.27 against 3.77 / 1.99 ms, c1 95.0 / 48.9 against 91.4 / 47.0, c2 43.3
+ * / 22.2 against 42.8 / 21.6, b 262 / 139 against 256 / 135, f 10.9 / 5.36 against 10.8 /
+ * 5.39; a depth slab per thread (no sliding) ran level with whole. Storage folded to the
+ * kernel's rows gained 0.5-1% more, but Halide's bounds of a row's window can exceed the rows
+ * the kernel spans (2 taps of dilation 2 read 5 rows) and a fold too small fails at run time,
+ * so the storage is not folded. fp32 dy read in place stays faster (e1 3.51 against 3.73 by
+ * rows). Not for strided dy (g dX by rows of the phase frame 38.6 against 36.1 ms whole; per
+ * depth slice level), nor bf16 pairs (b: level). */
+void slide_dy_rows(ops::DxAlgorithm& a, const Var& sweep, const Var& row) {
+  a.dys.store_at(a.out, sweep).compute_at(a.out, row).vectorize(a.n, 16);
+}
+
+/** How many times slide_dy_rows converts each element of staged dy: once per depth tap (each
+ * output depth slice converts its own), per block sweep of a real group, and again for the
+ * kernel's reach beyond each group of hb rows. */
+double staged_dy_conversions(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  const ConvGeometry& g = p.geo;
+  const double rows = t.hb > 0 ? std::min<double>(t.hb, g.in[1]) : double(g.in[1]);
+  return double((g.kernel[0] - 1) * g.dilation[0] + 1) * double(block_passes(s, t)) *
+         (1 + double(g.kernel[1] - 1) * g.dilation[1] / rows);
 }
 
 class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
@@ -63,7 +98,9 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
            (peeled_row(p, s, t) ? "row of " + std::to_string(row_tiles(s, t)) +
                                    " tiles unrolled, "
                              : "") +
-           (reads_dy_in_place(p, s, t) ? "dy read in place, " : "") +
+           (reads_dy_in_place(p, s, t) ? "dy read in place, "
+            : slides_dy(p, s, t)        ? "dy staged by rows, "
+                                        : "") +
            std::to_string(ctx.threads) + " threads";
   }
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -162,8 +199,13 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
   const bool in_place = reads_dy_in_place(p, s, t);
-  n.pass_bytes = (w_elems + (in_place ? 0 : staged_dy_elems(p))) * (input_bytes(p) + staged_bytes) +
+  const bool by_rows = slides_dy(p, s, t);
+  n.pass_bytes = (w_elems + (in_place || by_rows ? 0 : staged_dy_elems(p))) *
+                     (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
+  // Rows staged as the tiles reach them: a conversion and a store per vector, from the tiles'
+  // thread (the reads of dy overlap the tiles, as in place).
+  if (by_rows) n.pass_ops = 2 * staged_dy_elems(p) * staged_dy_conversions(p, s, t) / m.lanes;
   // Row groups (GemmTiles::hb). Without them each block of a real group after the first reads
   // a depth slice's dy rows again where they overflow the L2 (slice_dy_overflows_l2, the rule
   // own_hb groups by); with them each group of rows reads the group's blocks' weights again
@@ -189,7 +231,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
     // the same time in the tile loop and 5% of it in the copy.
     n.visits *= chunk_count;
     n.steps_per_visit /= chunk_count;
-    n.pass_ops = 2.0 * dx_elems(p) / m.lanes;
+    n.pass_ops += 2.0 * dx_elems(p) / m.lanes;
     n.burst_write_bytes = dx_elems(p) * 4;
   }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
@@ -213,7 +255,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
     a.dysp.vectorize(a.e);
   } else {
     stage_dx_weights(a, p, t.ct);
-    if (!reads_dy_in_place(p, s, t)) stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+    if (is_strided(p)) stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
   }
   const bool peel = peeled_row(p, s, t);
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
@@ -280,6 +322,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
       .unroll(c1i)
       .fuse(a.d, b, par)
       .parallel(par);
+  if (slides_dy(p, s, t)) slide_dy_rows(a, c1o, row);
   if (!chunked(s, t))
     register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
   if (peel) a.out.unroll(wo);

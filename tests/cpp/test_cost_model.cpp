@@ -330,6 +330,32 @@ TEST(CostModel, DxReadsFp32DyInPlaceWhereChunkedOrPeeled) {
   knobs::unset("TBEX_CALIBRATE");
 }
 
+TEST(CostModel, DxStagesSixteenBitDyByRowsAtUnitStride) {
+  // Where dx_tiled does not read dy in place at unit stride (16-bit dy, or fp32 rows of more
+  // tiles than are peeled), it stages dy row by row beside the tiles (no pass of its own); with
+  // strides, whole. Each channel block's sweep over a depth slice converts the rows again: a
+  // tile of one block converts twice as often as one of two blocks (kLarge: 4 per group).
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
+  const auto* s = sched::dx_tiled_schedule();
+  const auto describes = [&](const Problem& p, const std::string& v) {
+    return s->describe(p, {avx512, 1, v});
+  };
+  const Problem f16 = dx_problem(kLarge, DType::kFloat16);
+  for (const char* v : {"qt=8,ct=2,kwt=3,kt=3,hb=8", "qt=8,ct=2,kwt=3,kt=27,hb=8"})
+    EXPECT_NE(describes(f16, v).find("dy staged by rows"), std::string::npos) << v;
+  EXPECT_NE(describes(dx_problem(kLarge), "qt=8,ct=2,kwt=3,kt=27,hb=8").find("dy staged by rows"),
+            std::string::npos);
+  EXPECT_EQ(describes(dx_problem(kLarge), "qt=8,ct=2,kwt=3,kt=3,hb=8").find("dy staged by rows"),
+            std::string::npos);
+  EXPECT_EQ(describes(dx_problem(kStrided, DType::kFloat16), "qt=7,ct=1").find("by rows"),
+            std::string::npos);
+  const sched::Estimate one = s->estimate(f16, {avx512, 1, "qt=8,ct=1,kwt=3,kt=27,hb=8"});
+  const sched::Estimate two = s->estimate(f16, {avx512, 1, "qt=8,ct=2,kwt=3,kt=27,hb=8"});
+  EXPECT_GT(one.passes, two.passes);
+  knobs::unset("TBEX_CALIBRATE");
+}
+
 TEST(CostModel, DwThreadsStageOnlyTheirGroupsX) {
   // The dW tiles are spread over threads with the real group outermost: 4 groups over 2 threads
   // give each thread 2 groups, and unsplit it stages only their x; a dense problem's threads

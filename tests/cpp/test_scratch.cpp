@@ -50,20 +50,20 @@ TEST(Scratch, RetainedTotalIsBounded) {
 }
 
 TEST(Scratch, KernelCallsReuseTheirBuffers) {
-  // dX stages fp16 dy (zero-padded, converted to fp32) in a root buffer of ~0.6 MB (fp32 dy
-  // may be read in place).
+  // Strided dX stages fp16 dy whole (zero-padded, converted to fp32) in a root buffer of ~0.6 MB (at unit
+  // stride dy is read in place or staged row by row in small buffers).
   ParaDict para;
-  para.strides = std::vector<int64_t>{1, 1, 1, 1, 1};
+  para.strides = std::vector<int64_t>{1, 2, 2, 2, 1};
   para.pads = std::vector<int64_t>{1, 1, 1, 1, 1, 1};
   para.dilations = std::vector<int64_t>{1, 1, 1, 1, 1};
   para.res_dtype = "float32";
   Problem p = make_backprop_input_problem(shape_fz3d({32, 32, 3, 3, 3}, 1), DType::kFloat16,
                                           {1, 16, 2, 16, 16, 16}, DType::kFloat16, {32, 32, 3, 3, 3},
-                                          {1, 16, 16, 16, 32}, para);
+                                          {1, 32, 32, 32, 32}, para);
   auto k = compile(p);
   // fp16 bits of 0.5 and 0.25.
   std::vector<uint16_t> w(32 * 32 * 27, 0x3800), dy(16 * 2 * 16 * 16 * 16, 0x3400);
-  std::vector<float> out(1 * 16 * 2 * 16 * 16 * 16);
+  std::vector<float> out(1 * 32 * 2 * 32 * 32 * 16);
   k->run_dense({w.data(), dy.data()}, out.data());
   const ScratchStats before = scratch_stats();
   k->run_dense({w.data(), dy.data()}, out.data());
