@@ -55,7 +55,9 @@ def _dw_res():
 
 def test_tune_stores_winner_and_new_process_uses_it(tmp_path, monkeypatch):
     db = tmp_path / "tuning.json"
-    untuned, err = _run_child(db)
+    # The model's defaults (as in test_corrupt_database_is_ignored_then_rewritten): a calibration
+    # measured under make test's load tipped this dW's near tie to a variant once.
+    untuned, err = _run_child(db, TBEX_CALIBRATE="0")
     assert "no tuning database entry" in err
     assert untuned["variant"] == ""
 
