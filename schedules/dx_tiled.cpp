@@ -203,9 +203,13 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   n.pass_bytes = (w_elems + (in_place || by_rows ? 0 : staged_dy_elems(p))) *
                      (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
-  // Rows staged as the tiles reach them: a conversion and a store per vector, from the tiles'
-  // thread (the reads of dy overlap the tiles, as in place).
-  if (by_rows) n.pass_ops = 2 * staged_dy_elems(p) * staged_dy_conversions(p, s, t) / m.lanes;
+  // Rows staged as the tiles reach them: dy's source read once from memory (the rows converted
+  // again for other depth taps and block sweeps are in cache), and a conversion and a store
+  // per vector each time, from the tiles' thread.
+  if (by_rows) {
+    n.pass_bytes += staged_dy_elems(p) * input_bytes(p);
+    n.pass_ops = 2 * staged_dy_elems(p) * staged_dy_conversions(p, s, t) / m.lanes;
+  }
   // Row groups (GemmTiles::hb). Without them each block of a real group after the first reads
   // a depth slice's dy rows again where they overflow the L2 (slice_dy_overflows_l2, the rule
   // own_hb groups by); with them each group of rows reads the group's blocks' weights again
