@@ -78,9 +78,9 @@ void slide_dy_rows(ops::DxAlgorithm& a, const Var& sweep, const Var& row) {
   a.dys.store_at(a.out, sweep).compute_at(a.out, row).vectorize(a.n, 16);
 }
 
-/** How many times slide_dy_rows converts each element of staged dy: once per depth tap (each
- * output depth slice converts its own), per block sweep of a real group, and again for the
- * kernel's reach beyond each group of hb rows. */
+/** How many times slide_dy_rows converts each element of staged dy: once for each output depth
+ * slice whose taps span it ((Kd - 1) * dd + 1 of them: each slice converts its own window), per
+ * block sweep of a real group, and again for the kernel's reach beyond each group of hb rows. */
 double staged_dy_conversions(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   const ConvGeometry& g = p.geo;
   const double rows = t.hb > 0 ? std::min<double>(t.hb, g.in[1]) : double(g.in[1]);

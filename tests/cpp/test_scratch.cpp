@@ -50,8 +50,8 @@ TEST(Scratch, RetainedTotalIsBounded) {
 }
 
 TEST(Scratch, KernelCallsReuseTheirBuffers) {
-  // Strided dX stages fp16 dy whole (zero-padded, converted to fp32) in a root buffer of ~0.6 MB (at unit
-  // stride dy is read in place or staged row by row in small buffers).
+  // Strided dX stages fp16 dy whole (zero-padded, converted to fp32) in a root buffer of
+  // ~0.6 MB (at unit stride dy is read in place, or staged row by row beside the tiles).
   ParaDict para;
   para.strides = std::vector<int64_t>{1, 2, 2, 2, 1};
   para.pads = std::vector<int64_t>{1, 1, 1, 1, 1, 1};
