@@ -102,8 +102,8 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
   n.visit_footprint = (int64_t)n.visit_bytes;
   n.chunk_footprint = t.ch * g.out[2] * 64 * (p.group.cin1_g * p.group.real_g + g.cout1());
   n.units = t.parts > 1 ? t.parts : t.tiles;
-  // Passes: 16-bit inputs converted per chunk (by every tile group unless split: tile_stagers), the output
-  // stage and the partial sums.
+  // Passes: 16-bit inputs converted per chunk (by every tile group unless split:
+  // tile_stagers), the output stage and the partial sums.
   const double stagers = tile_stagers(t.tiles, ctx.threads, t.parts, p.group.real_g);
   const double x_elems = dx_elems(p);
   n.pass_bytes = (p.in_dtype != DType::kFloat32

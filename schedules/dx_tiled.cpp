@@ -203,11 +203,11 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   n.pass_bytes = (w_elems + (in_place || by_rows ? 0 : staged_dy_elems(p))) *
                      (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
-  // Rows staged as the tiles reach them: dy's source read once from memory (the rows converted
+  // Rows staged as the tiles reach them: dy itself read once from memory (the rows converted
   // again for other depth taps and block sweeps are in cache), and a conversion and a store
-  // per vector each time, from the tiles' thread.
+  // per padded vector each time, from the tiles' thread.
   if (by_rows) {
-    n.pass_bytes += staged_dy_elems(p) * input_bytes(p);
+    n.pass_bytes += dy_elems(p) * input_bytes(p);
     n.pass_ops = 2 * staged_dy_elems(p) * staged_dy_conversions(p, s, t) / m.lanes;
   }
   // Row groups (GemmTiles::hb). Without them each block of a real group after the first reads

@@ -85,8 +85,9 @@ DwReduction split_dw_reduction(Halide::Func acc, const Halide::RDom& r, const Pr
 DwReduction tiled_dw_reduction(const ops::DwAlgorithm& a, const Problem& p, int parts, int ch);
 
 /** The fused output tiles of a dW update: `dims` (innermost first, the real group last: what
- * tile_stagers counts on) fused into one loop `tile` and split into one group per thread (outermost, tgo: each thread owns whole tiles, so there
- * is no cross-thread reduction); with parts > 1 all tiles run per part and parts are parallel.
+ * tile_stagers counts on) fused into one loop `tile` and split into one group per thread
+ * (outermost, tgo: each thread owns whole tiles, so there is no cross-thread reduction); with
+ * parts > 1 all tiles run per part and parts are parallel.
  * The loops end up ordered `inner`, tgi, `after`, the reduction outside a chunk, tgo (then the
  * part, outermost, so a thread stages and streams only its part's x). Returns
  * tgi, the loop over a thread's tiles. */
