@@ -127,8 +127,11 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const Machine m = Machine::of(ctx.target);
   if (ctx.target.has_feature(Target::AVX512)) {
     t.kwt = largest_divisor_upto(g.kernel[2], 3);
-    // 12-16 zmm accumulators: 4n x 3kw, 8n x 2kw or 16n x 1kw (8n x 3kw is a candidate).
-    t.nt = t.kwt == 3 ? 4 : t.kwt == 2 ? 8 : 16;
+    // 24 zmm accumulators for three kw taps (8n x 3kw: each x vector and broadcast serves more
+    // FMAs, half the tile visits of 4n x 3kw: 1-2% faster on e1, c2, f and g dW on two Intel
+    // AVX-512 guests), else 16 (8n x 2kw, 16n x 1kw). The pair form keeps every channel's
+    // broadcast pair live beside its accumulators: 4n there.
+    t.nt = t.kwt == 3 ? (t.pair == 2 ? 4 : 8) : t.kwt == 2 ? 8 : 16;
   } else {
     // Narrower files (AVX2: two ymm per 16 lanes): the kw taps whose tile holds the most
     // accumulators beside its kwt x rows (6n x 1kw there; nt divides cout_g).
@@ -198,7 +201,7 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     if (g.kernel[2] % kwt != 0) continue;
     const int most = tile_accumulators(ctx.target, kwt);
     // AVX-512 with three kw taps also 24 accumulators (+ 3 x vectors and a broadcast: 28 of
-    // the 32 zmm): 1-2% faster than 12 on an Intel AVX-512 guest (e1, c2, f, g dW).
+    // the 32 zmm; the own tile where pairs do not apply).
     const int wide = ctx.target.has_feature(Target::AVX512) && kwt == 3 ? 24 : 0;
     for (int acc : {most, most / 2, wide}) {
       if (acc < kwt) continue;
@@ -357,7 +360,10 @@ class DwTiled final : public DwSchedule {
           .unroll(n)
           .unroll(kw);
     } else {
-      red.intm.update().reorder(c0, n, kw, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(kw);
+      // Channels outside the kw taps: a channel's broadcast serves its kwt FMAs and dies, and
+      // the kwt x vectors stay live instead (8n x 3kw: 24 accumulators + 3 + 1 of the 32 zmm;
+      // with the taps outside, LLVM kept all 8 broadcasts live and spilled one per step).
+      red.intm.update().reorder(c0, kw, n, a.r[0], red.rows).vectorize(c0).unroll(kw).unroll(n);
     }
 
     stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});

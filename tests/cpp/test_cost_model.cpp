@@ -191,7 +191,7 @@ TEST(CostModel, OwnTilesFitTheTargetsRegisterFile) {
   for (const auto& [p, s] : dws) check(p, s);
   for (const auto& [p, s] : dxs) check(p, s);
   const sched::Context wide{avx512, 1, ""};
-  EXPECT_NE(sched::dw_tiled_schedule()->describe(dw_problem(kLarge), wide).find("16c0 x 4n x 3kw"),
+  EXPECT_NE(sched::dw_tiled_schedule()->describe(dw_problem(kLarge), wide).find("16c0 x 8n x 3kw"),
             std::string::npos);
   EXPECT_NE(sched::dx_tiled_schedule()->describe(dx_problem(kLarge), wide).find("[qt=4,ct=4,kwt=3,"),
             std::string::npos);
