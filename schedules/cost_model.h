@@ -41,13 +41,15 @@ int vector_registers(const Halide::Target& target);
 /** Machine vectors one 16-lane tile vector (c0) takes: 1 with AVX-512, 2 with AVX2. */
 int vectors_per_c0(const Halide::Target& target);
 
-/** The most 16-lane accumulators an fp32 FMA register tile of `target` holds without spilling,
- * when `operands` other 16-lane vectors (loaded rows) stay live in a reduction step. AVX-512 (32
- * zmm, one per 16 lanes): 16 whatever the operands (Halide's code keeps the broadcasts live: 24
- * spilled). Narrower vectors take 16 / lanes registers per 16-lane vector; with AVX2's 16 ymm,
- * one register for the broadcast and the rest for the operands and accumulators: 6 beside one
- * operand (12 ymm: qt=6 x ct=1 ran the seed dX 2.6x and c2 dX 2.5x faster than the 16 that fit
- * AVX-512 and spilled here), 2 beside 2 operands' worth of ct=2 rows. At least 1. */
+/** The most 16-lane accumulators an fp32 FMA register tile of `target` holds without spilling, when
+ * `operands` other 16-lane vectors (loaded rows) stay live in a reduction step. AVX-512 (32 zmm,
+ * one per 16 lanes): 16 whatever the operands (with the taps unrolled outside the channels,
+ * Halide's code keeps every broadcast live and 24 spilled; dw_tiled runs its channels outside the
+ * taps and holds 24 for three kw taps). Narrower vectors take 16 / lanes registers per 16-lane
+ * vector; with AVX2's 16 ymm, one register for the broadcast and the rest for the operands and
+ * accumulators: 6 beside one operand (12 ymm: qt=6 x ct=1 ran the seed dX 2.6x and c2 dX 2.5x
+ * faster than the 16 that fit AVX-512 and spilled here), 2 beside 2 operands' worth of ct=2 rows.
+ * At least 1. */
 int tile_accumulators(const Halide::Target& target, int operands);
 
 /** What the model knows of the machine. Vector width and register count come from the target;
