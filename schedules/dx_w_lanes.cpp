@@ -84,10 +84,7 @@ class DxWLanes final : public DxSchedule {
     // measured faster than this schedule, which the model does not see: with 3x3x3 kernels at
     // unit stride and 3 or 4 valid lanes (a phase's weights 10-28 KB) it took 0.80-0.89x this
     // schedule's time on a Zen 3, while on the stem (37 KB) this one took 0.78x its time.
-    const ConvGeometry& g = p.geo;
-    const int64_t taps =
-        dx_dy_rows(p) * ops::phase_tap_extent(g.kernel[2], g.stride[2], g.dilation[2]);
-    const int64_t weights = cin_valid(p) * p.group.cout_g * taps * 4;
+    const int64_t weights = dx_phase_weight_bytes(p);
     if (cin_valid(p) <= kCoutLanesFitValid && weights <= kSmallestL1 &&
         dx_cout_lanes_schedule()->why_not(p).empty())
       return "dx_cout_lanes reads a phase's weights (" + std::to_string(weights >> 10) +

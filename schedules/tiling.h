@@ -136,6 +136,16 @@ inline int64_t dx_dy_rows(const Problem& p) {
          ops::phase_tap_extent(g.kernel[1], g.stride[1], g.dilation[1]);
 }
 
+/** Bytes of the fp32 weights the few-cin dX tiles (dx_cout_lanes, dx_w_lanes) read for one w
+ * phase of a row: the valid input lanes x every output channel x the phase's taps (its (kd, kh)
+ * rows x its kw taps, the largest phase's). Where this fits an L1, dx_cout_lanes' tiles along a
+ * phase row find the weights there. */
+inline int64_t dx_phase_weight_bytes(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return int64_t(cin_valid(p)) * p.group.cout_g * dx_dy_rows(p) *
+         ops::phase_tap_extent(g.kernel[2], g.stride[2], g.dilation[2]) * 4;
+}
+
 /** Bytes of the fp32 dy rows one row of dX positions reads in one real group (every channel). */
 inline int64_t dx_row_dy_bytes(const Problem& p) {
   return dx_dy_rows(p) * p.geo.out[2] * p.group.cout_g * 4;

@@ -15,6 +15,7 @@
 #include "schedules/cost_model.h"
 #include "schedules/loops.h"
 #include "schedules/registry.h"
+#include "schedules/tiling.h"
 #include "ops/ops.h"
 #include "tbex/knobs.h"
 #include "tbex/tbex.h"
@@ -140,6 +141,36 @@ TEST(CostModel, StemDxOnAvx2PutsPositionsInLanes) {
             std::string::npos)
       << sched::dx_w_lanes_schedule()->describe(p, ctx);
   EXPECT_NEAR(w.lane_use, 1.0, 1e-9);
+  knobs::unset("TBEX_CALIBRATE");
+}
+
+TEST(CostModel, StemDxOnAvx512ReadsPhaseWeightsFromL1WhereTheyFit) {
+  // dx_cout_lanes' tiles along a phase row reuse the phase's weights, which AVX-512 tiles load
+  // into registers per step: where the largest phase's (the stem's 37 KB) fit the L1, only dy
+  // streams from L2, and it beats dx_w_lanes (Emerald Rapids, 48 KB L1: 44.7 against 53.0 ms).
+  // A smaller L1 (a Zen 3's 32 KB) streams them, and dx_w_lanes stays ahead there.
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake");
+  const sched::Context ctx{avx512, 1, ""};
+  Conv wide = kStem;
+  wide.w = 112;
+  const Problem p = dx_problem(wide);
+  const int64_t weights = sched::dx_phase_weight_bytes(p), l1 = sched::Machine::of(avx512).l1;
+  EXPECT_EQ(weights, 3 * 64 * (3 * 4) * 4 * 4);  // 3 lanes x 64 channels x 3 x 4 rows x 4 kw taps
+  if (weights > l1) {
+    knobs::unset("TBEX_CALIBRATE");
+    GTEST_SKIP() << "this host's L1 (" << l1 << " bytes) does not hold a phase's " << weights
+                 << " bytes of weights";
+  }
+  const sched::Estimate n = sched::dx_cout_lanes_schedule()->estimate(p, ctx);
+  const sched::Estimate w = sched::dx_w_lanes_schedule()->estimate(p, ctx);
+  EXPECT_LT(n.cycles, w.cycles) << sched::dx_cout_lanes_schedule()->describe(p, ctx);
+  // The weights no longer count as streamed: four times the output channels (weights beyond
+  // any L1) stream more than four times the bytes per visit.
+  Conv more = wide;
+  more.cout *= 4;
+  const sched::Estimate m = sched::dx_cout_lanes_schedule()->estimate(dx_problem(more), ctx);
+  EXPECT_GT(m.memory, 4.5 * n.memory);
   knobs::unset("TBEX_CALIBRATE");
 }
 
