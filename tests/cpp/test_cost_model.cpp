@@ -118,6 +118,13 @@ TEST(CostModel, StemPrefersOutputChannelsInLanes) {
     if (r.schedule == "dw_tiled") EXPECT_GT(r.ms, 2.5 * ranked[0].ms) << r.variant;
 }
 
+/** The stem's dX with rows of 112 positions (phase rows of 56). */
+Problem wide_stem_dx() {
+  Conv wide = kStem;
+  wide.w = 112;
+  return dx_problem(wide);
+}
+
 TEST(CostModel, StemDxOnAvx2PutsPositionsInLanes) {
   // With AVX2's 16 ymm, dx_cout_lanes' tile holds 2 positions, so each weight vector it loads
   // from L2 serves 2 positions; dx_w_lanes broadcasts a weight to 4 vectors of 8 positions (stem
@@ -126,9 +133,7 @@ TEST(CostModel, StemDxOnAvx2PutsPositionsInLanes) {
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
   const sched::Context ctx{avx2, 1, ""};
-  Conv wide = kStem;
-  wide.w = 112;
-  const Problem p = dx_problem(wide);
+  const Problem p = wide_stem_dx();
   const sched::Estimate w = sched::dx_w_lanes_schedule()->estimate(p, ctx);
   const sched::Estimate n = sched::dx_cout_lanes_schedule()->estimate(p, ctx);
   EXPECT_LT(w.cycles, n.cycles) << sched::dx_w_lanes_schedule()->describe(p, ctx);
@@ -152,9 +157,7 @@ TEST(CostModel, StemDxOnAvx512ReadsPhaseWeightsFromL1WhereTheyFit) {
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake");
   const sched::Context ctx{avx512, 1, ""};
-  Conv wide = kStem;
-  wide.w = 112;
-  const Problem p = dx_problem(wide);
+  const Problem p = wide_stem_dx();
   const int64_t weights = sched::dx_phase_weight_bytes(p), l1 = sched::Machine::of(avx512).l1;
   EXPECT_EQ(weights, 3 * 64 * (3 * 4) * 4 * 4);  // 3 lanes x 64 channels x 3 x 4 rows x 4 kw taps
   if (weights > l1) {
@@ -167,7 +170,8 @@ TEST(CostModel, StemDxOnAvx512ReadsPhaseWeightsFromL1WhereTheyFit) {
   EXPECT_LT(n.cycles, w.cycles) << sched::dx_cout_lanes_schedule()->describe(p, ctx);
   // The weights no longer count as streamed: four times the output channels (weights beyond
   // any L1) stream more than four times the bytes per visit.
-  Conv more = wide;
+  Conv more = kStem;
+  more.w = 112;
   more.cout *= 4;
   const sched::Estimate m = sched::dx_cout_lanes_schedule()->estimate(dx_problem(more), ctx);
   EXPECT_GT(m.memory, 4.5 * n.memory);
