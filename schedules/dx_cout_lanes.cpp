@@ -54,14 +54,32 @@ int64_t unrolled_wregs(const Problem& p) {
   return cin_valid(p) * ceil_div(p.geo.kernel[2], p.geo.stride[2]);
 }
 
+/** FMAs the kw-unrolled order's tile body holds once unrolled: cv x qt x every kw tap (each w
+ * phase's loop nest holds its own taps), twice where qt leaves a last tile along the row, which
+ * Halide's loop partitioning compiles as a body of its own. */
+int64_t unrolled_fmas(const Problem& p, int qt) {
+  return int64_t(cin_valid(p)) * qt * p.geo.kernel[2] * (phase_extent(p, 2) % qt ? 2 : 1);
+}
+/** What unrolled_fmas may reach in the tiles "auto" considers: JIT time grows with it, about 7
+ * ms per FMA on an Emerald Rapids guest (the stem's dX: [qt=4] 84 FMAs 0.55 s, [qt=7] 147 1.0
+ * s, [qt=6] with its last tile 252, 1.8 s; [qt=4] ran as fast as [qt=7]), and a kernel has 1 s
+ * to compile. */
+constexpr int64_t kMaxUnrolledFmas = 128;
+bool within_unroll_budget(const Problem& p, int qt, int kwu) {
+  return !kwu || unrolled_fmas(p, qt) <= kMaxUnrolledFmas;
+}
+
 /** Most accumulators (cv * qt) that fit the registers with the weight vectors a step keeps
- * (kwu: cv per active kw tap, else cv; none unless keeps_weights) and one dy vector. */
+ * (kwu: cv per active kw tap, else cv; none unless keeps_weights) and one dy vector, within the
+ * unroll budget. */
 int qt_max(const Problem& p, int kwu, const Halide::Target& target) {
   const int cv = cin_valid(p), regs = regs_of(target);
   const int wregs = kwu ? (int)std::min<int64_t>(unrolled_wregs(p), regs * 3 / 8) : cv;
   const int free = keeps_weights(target) ? (regs - 1 - wregs) / cv : max_acc_of(target) / cv;
-  return (int)std::max<int64_t>(
+  int q = (int)std::max<int64_t>(
       1, std::min<int64_t>({max_acc_of(target) / cv, free, 16, phase_extent(p, 2)}));
+  while (q > 1 && !within_unroll_budget(p, q, kwu)) --q;
+  return q;
 }
 
 /** The schedule's own choice, then the fields `variant` sets. */
@@ -120,9 +138,11 @@ class DxCoutLanes final : public DxSchedule {
     // Zen 3: [qt=3,ord=2] 171 ms against [qt=2,ord=2] 131), which the model's spill cost
     // underrates against the tile's fewer weight reads.
     const int64_t past = keeps_weights(ctx.target) ? qmax + 1 : qmax;
-    for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), past, qmax * 3 / 4})
-      if (qt <= ext) keys.push_back(key_of({(int)std::max<int64_t>(1, qt), own.kwu}));
-    keys.push_back(key_of({own.qt, 1 - own.kwu}));
+    for (int64_t qt : {qmax, ceil_div(ext, ceil_div(ext, qmax)), past, qmax * 3 / 4}) {
+      const int q = (int)std::max<int64_t>(1, qt);
+      if (qt <= ext && within_unroll_budget(p, q, own.kwu)) keys.push_back(key_of({q, own.kwu}));
+    }
+    if (within_unroll_budget(p, own.qt, 1 - own.kwu)) keys.push_back(key_of({own.qt, 1 - own.kwu}));
     return TileSpace::candidates(keys, 6);
   }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -176,6 +177,28 @@ TEST(CostModel, StemDxOnAvx512ReadsPhaseWeightsFromL1WhereTheyFit) {
   const sched::Estimate m = sched::dx_cout_lanes_schedule()->estimate(dx_problem(more), ctx);
   EXPECT_GT(m.memory, 4.5 * n.memory);
   knobs::unset("TBEX_CALIBRATE");
+}
+
+TEST(CostModel, CoutLanesTilesStayWithinTheUnrollBudget) {
+  // JIT time grows with dx_cout_lanes' kw-unrolled tile body (cv x qt x Kw FMAs, twice where a
+  // last tile is left along the row): the stem's [qt=7] took 1.0 s, [qt=6] 1.8 s. Auto's own
+  // tile and candidates keep to 128 FMAs: [qt=4] (84), 0.55 s, as fast to run as [qt=7].
+  const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake");
+  const sched::Context ctx{avx512, 1, ""};
+  const Problem p = wide_stem_dx();  // 3 valid lanes, Kw 7, phase rows of 56
+  const auto* s = sched::dx_cout_lanes_schedule();
+  EXPECT_NE(s->describe(p, ctx).find("[qt=4,ord=1]"), std::string::npos) << s->describe(p, ctx);
+  int unrolled = 0;
+  for (const std::string& key : s->candidates(p, ctx)) {
+    int qt = 0, ord = 0;
+    if (key.empty() || std::sscanf(key.c_str(), "qt=%d,ord=%d", &qt, &ord) != 2) continue;
+    if (ord != 1) continue;
+    ++unrolled;
+    EXPECT_LE(3 * qt * 7 * (56 % qt ? 2 : 1), 128) << key;
+  }
+  EXPECT_GE(unrolled, 1);
+  // A variant asks for any width: the budget bounds what auto picks, not what a user names.
+  EXPECT_NE(s->describe(p, {avx512, 1, "qt=7,ord=1"}).find("[qt=7,ord=1]"), std::string::npos);
 }
 
 TEST(CostModel, PredictionsScaleWithWorkAndThreads) {
