@@ -180,8 +180,8 @@ class DxCoutLanes final : public DxSchedule {
     const double w_bytes = cv * 64.0 * blocks * taps_dh * taps_w;
     const double dy_bytes = (t.qt + taps_w) * 64.0 * blocks * taps_dh;
     // Measured where the tile keeps its weight vectors in registers (AVX-512) only.
-    const bool weights_stay =
-        keeps_weights(ctx.target) && dx_phase_weight_bytes(p) <= Machine::of(ctx.target).l1;
+    const Machine m = Machine::of(ctx.target);
+    const bool weights_stay = keeps_weights(ctx.target) && dx_phase_weight_bytes(p) <= m.l1;
     n.visit_bytes = (weights_stay ? 0 : w_bytes) + dy_bytes;
     n.visit_footprint = int64_t(w_bytes + dy_bytes);
     n.chunk_footprint = int64_t(w_bytes * g.stride[2]) + dx_row_dy_bytes(p);
@@ -192,7 +192,7 @@ class DxCoutLanes final : public DxSchedule {
     n.pass_ops = double(tiles) * cv * t.qt * 8;
     n.lane_use = lane_use_of(g.flops(), n);
     n.executed = ops::inside_tap_share(p);
-    return evaluate(n, Machine::of(ctx.target));
+    return evaluate(n, m);
   }
 
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {

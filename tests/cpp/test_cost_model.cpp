@@ -119,10 +119,11 @@ TEST(CostModel, StemPrefersOutputChannelsInLanes) {
     if (r.schedule == "dw_tiled") EXPECT_GT(r.ms, 2.5 * ranked[0].ms) << r.variant;
 }
 
-/** The stem's dX with rows of 112 positions (phase rows of 56). */
-Problem wide_stem_dx() {
+/** The stem's dX with rows of 112 positions (phase rows of 56) and `cout` output channels. */
+Problem wide_stem_dx(int64_t cout = kStem.cout) {
   Conv wide = kStem;
   wide.w = 112;
+  wide.cout = cout;
   return dx_problem(wide);
 }
 
@@ -155,26 +156,22 @@ TEST(CostModel, StemDxOnAvx512ReadsPhaseWeightsFromL1WhereTheyFit) {
   // into registers per step: where the largest phase's (the stem's 37 KB) fit the L1, only dy
   // streams from L2, and it beats dx_w_lanes (Emerald Rapids, 48 KB L1: 44.7 against 53.0 ms).
   // A smaller L1 (a Zen 3's 32 KB) streams them, and dx_w_lanes stays ahead there.
-  knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake");
   const sched::Context ctx{avx512, 1, ""};
   const Problem p = wide_stem_dx();
   const int64_t weights = sched::dx_phase_weight_bytes(p), l1 = sched::Machine::of(avx512).l1;
   EXPECT_EQ(weights, 3 * 64 * (3 * 4) * 4 * 4);  // 3 lanes x 64 channels x 3 x 4 rows x 4 kw taps
-  if (weights > l1) {
-    knobs::unset("TBEX_CALIBRATE");
+  if (weights > l1)
     GTEST_SKIP() << "this host's L1 (" << l1 << " bytes) does not hold a phase's " << weights
                  << " bytes of weights";
-  }
+  knobs::set("TBEX_CALIBRATE", "0");
   const sched::Estimate n = sched::dx_cout_lanes_schedule()->estimate(p, ctx);
   const sched::Estimate w = sched::dx_w_lanes_schedule()->estimate(p, ctx);
   EXPECT_LT(n.cycles, w.cycles) << sched::dx_cout_lanes_schedule()->describe(p, ctx);
   // The weights no longer count as streamed: four times the output channels (weights beyond
   // any L1) stream more than four times the bytes per visit.
-  Conv more = kStem;
-  more.w = 112;
-  more.cout *= 4;
-  const sched::Estimate m = sched::dx_cout_lanes_schedule()->estimate(dx_problem(more), ctx);
+  const sched::Estimate m =
+      sched::dx_cout_lanes_schedule()->estimate(wide_stem_dx(4 * kStem.cout), ctx);
   EXPECT_GT(m.memory, 4.5 * n.memory);
   knobs::unset("TBEX_CALIBRATE");
 }
