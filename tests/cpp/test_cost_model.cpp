@@ -503,24 +503,27 @@ TEST(CostModel, MicroKernelTerms) {
 // The kernels leave out the taps whose depth or height row lies in the padding; the model counts
 // only the steps they run. With K = 3, pad 1, stride 1 each border position loses one of its 3
 // taps: a dim of N positions keeps 1 - 2/(3N) of its pairs, in dX (input positions, dy outside)
-// as in dW (output positions, x's pads). dW skips a dim only where that is at least
-// kDwSkipShare: e1's depth (2 of 24), not its height (2 of 84).
+// as in dW (output positions, x's pads). dW skips depth and height only where that is at least
+// kDwSkipShare: e1's depth (2 of 24), not its height (2 of 84); along the row (width) dW skips
+// wherever a tap reads a pad, dX and the forward conv nowhere.
 TEST(CostModel, TapsInThePaddingAreNotCounted) {
   const Conv e1{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
-  const double depth = 1 - 2.0 / (3 * 8), height = 1 - 2.0 / (3 * 28);
+  const double depth = 1 - 2.0 / (3 * 8), height = 1 - 2.0 / (3 * 28), width = height;
   ASSERT_LT(1 - height, ops::kDwSkipShare);
   EXPECT_NEAR(ops::inside_tap_share(dx_problem(e1)), depth * height, 1e-12);
-  EXPECT_NEAR(ops::inside_tap_share(dw_problem(e1)), depth, 1e-12);
+  EXPECT_NEAR(ops::inside_tap_share(dw_problem(e1)), depth * width, 1e-12);
   EXPECT_TRUE(ops::skips_outside(dw_problem(e1), 0));
   EXPECT_FALSE(ops::skips_outside(dw_problem(e1), 1));
+  EXPECT_TRUE(ops::skips_outside(dw_problem(e1), 2));
+  EXPECT_FALSE(ops::skips_outside(dx_problem(e1), 2));
   // The forward conv walks its output positions as dW does, and skips in both dims.
   const Problem fwd = make_forward_problem(dw_problem(e1).geo, DType::kFloat32, DType::kFloat32);
   EXPECT_NEAR(ops::inside_tap_share(fwd), depth * height, 1e-12);
-  // Stride 2 (D = 16 -> 8): in dW only the first output position's first tap reads a pad. In
-  // dX an input position walks only the taps of its phase (even i: tap 1; odd i: taps 0 and 2,
-  // 24 in all), and only i = 15's tap 0 reads dy past its end (at 8).
+  // Stride 2 (D = 16 -> 8): in dW only the first output position's first tap reads a pad (in
+  // each of the three dims). In dX an input position walks only the taps of its phase (even i:
+  // tap 1; odd i: taps 0 and 2, 24 in all), and only i = 15's tap 0 reads dy past its end (at 8).
   const Conv g{2, 64, 16, 16, 16, 128, {3, 3, 3}, {2, 2, 2}, 1};
-  EXPECT_NEAR(ops::inside_tap_share(dw_problem(g)), (23.0 / 24) * (23.0 / 24), 1e-12);
+  EXPECT_NEAR(ops::inside_tap_share(dw_problem(g)), std::pow(23.0 / 24, 3), 1e-12);
   EXPECT_NEAR(ops::inside_tap_share(dx_problem(g)), (23.0 / 24) * (23.0 / 24), 1e-12);
   // No pads and one tap: every pair is inside.
   const Conv d{2, 256, 8, 28, 28, 64, {1, 1, 1}, {1, 1, 1}, 0};
