@@ -504,18 +504,23 @@ TEST(CostModel, MicroKernelTerms) {
 // only the steps they run. With K = 3, pad 1, stride 1 each border position loses one of its 3
 // taps: a dim of N positions keeps 1 - 2/(3N) of its pairs, in dX (input positions, dy outside)
 // as in dW (output positions, x's pads). dW skips depth and height only where that is at least
-// kDwSkipShare: e1's depth (2 of 24), not its height (2 of 84); along the row (width) dW skips
-// wherever a tap reads a pad, dX and the forward conv nowhere.
+// kDwSkipShare: e1's depth (2 of 24) and height (2 of 84), not the height of a volume 64 high (2
+// of 192); along the row (width) dW skips wherever a tap reads a pad, dX and the forward conv
+// nowhere.
 TEST(CostModel, TapsInThePaddingAreNotCounted) {
   const Conv e1{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
   const double depth = 1 - 2.0 / (3 * 8), height = 1 - 2.0 / (3 * 28), width = height;
-  ASSERT_LT(1 - height, ops::kDwSkipShare);
   EXPECT_NEAR(ops::inside_tap_share(dx_problem(e1)), depth * height, 1e-12);
-  EXPECT_NEAR(ops::inside_tap_share(dw_problem(e1)), depth * width, 1e-12);
+  EXPECT_NEAR(ops::inside_tap_share(dw_problem(e1)), depth * height * width, 1e-12);
   EXPECT_TRUE(ops::skips_outside(dw_problem(e1), 0));
-  EXPECT_FALSE(ops::skips_outside(dw_problem(e1), 1));
+  EXPECT_TRUE(ops::skips_outside(dw_problem(e1), 1));
   EXPECT_TRUE(ops::skips_outside(dw_problem(e1), 2));
   EXPECT_FALSE(ops::skips_outside(dx_problem(e1), 2));
+  const Conv tall{1, 16, 8, 64, 8, 16, {3, 3, 3}, {1, 1, 1}, 1};
+  const double tall_height = 1 - 2.0 / (3 * 64);
+  ASSERT_LT(1 - tall_height, ops::kDwSkipShare);
+  EXPECT_FALSE(ops::skips_outside(dw_problem(tall), 1));
+  EXPECT_NEAR(ops::inside_tap_share(dw_problem(tall)), depth * (1 - 2.0 / (3 * 8)), 1e-12);
   // The forward conv walks its output positions as dW does, and skips in both dims.
   const Problem fwd = make_forward_problem(dw_problem(e1).geo, DType::kFloat32, DType::kFloat32);
   EXPECT_NEAR(ops::inside_tap_share(fwd), depth * height, 1e-12);

@@ -255,8 +255,10 @@ inline double inside_share(const Problem& p, int i) {
 
 /** dW leaves out the rows (depth slices) whose tap reads x's pads only where at least this share
  * of a dim's pairs do: narrowing a tile's row loop costs each visit a little (the seed dW, 1 of
- * its 108 row pairs in the pads, ran 4% slower with it). */
-constexpr double kDwSkipShare = 1.0 / 32;
+ * its 108 row pairs in the pads, ran 4% slower with it). Down from 1/32 on Emerald Rapids: c2
+ * dW (2 of 96 pairs in both dims) 42.4 against 44.2 ms at 1 thread, 21.7 / 22.6 at 2; e1's
+ * height (2 of 84) 3.97 / 4.04 and 2.06 / 2.09. */
+constexpr double kDwSkipShare = 1.0 / 64;
 
 /** Whether op's reduction leaves out dim `dim`'s (position, tap) pairs whose operand is outside,
  * given the share `inside` of them that is not. Depth and height (0, 1): dX and the forward conv
