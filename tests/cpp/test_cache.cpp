@@ -115,6 +115,25 @@ TEST_F(DiskCache, SecondCompileLoadsFromDisk) {
   EXPECT_EQ(first, in_memory_result());
 }
 
+// A directory name with a comma and '=' (as a tile variant's key has) is one linker argument:
+// the kernel is linked and loaded from disk, not compiled in memory again.
+TEST_F(DiskCache, DirectoryWithACommaInItsName) {
+  const std::string odd = dir_ + "/ct=4,nt=4";
+  ASSERT_EQ(mkdir(odd.c_str(), 0755), 0);
+  setenv("TBEX_CACHE_DIR", odd.c_str(), 1);
+  const CacheStats s0 = cache_stats();
+  const auto first = compile_and_run();
+  const auto second = compile_and_run();
+  EXPECT_EQ(cache_stats().fallbacks, s0.fallbacks);
+  EXPECT_EQ(cache_stats().hits, s0.hits + 1);
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(first, in_memory_result());
+  clear_kernel_cache();
+  for (const char* s : {".so", ".json", ".lock"})
+    for (const auto& f : cache_files(s)) unlink(f.c_str());
+  setenv("TBEX_CACHE_DIR", dir_.c_str(), 1);
+}
+
 TEST_F(DiskCache, TruncatedSharedObjectIsRebuilt) {
   const auto good = compile_and_run();
   const auto so = cache_files(".so");

@@ -172,8 +172,10 @@ std::string build(const std::string& key, const Paths& p, const Fields& fields, 
     const std::string kernels = shared_object(kf, emit.kernels, "tbex kernels object", fresh, err);
     if (kernels.empty()) return err;
     std::vector<std::string> link = cxx;
-    link.insert(link.end(), {"-shared", "-o", so, obj, runtime, kernels, "-Wl,--version-script=" + vers,
-                             "-Wl,-z,now", "-Wl,--as-needed"});
+    // The version script's path goes through -Xlinker whole: -Wl, would split a cache directory
+    // with a comma in its name into two linker arguments.
+    link.insert(link.end(), {"-shared", "-o", so, obj, runtime, kernels, "-Xlinker",
+                             "--version-script=" + vers, "-Wl,-z,now", "-Wl,--as-needed"});
     try {
       support::run_tool(link, "CXX");
       err.clear();
