@@ -3,7 +3,8 @@
  * AVX-512 vector per kw) streams K in chunks of CH output rows (of DB output depth slices), so
  * the x and dy rows a chunk touches stay in L2 while every output tile is updated from them
  * (split_dw_reduction: intm holds one chunk's partial sums for one tile, in registers). A chunk
- * stages the padded x rows its slices' kd taps read once, so neighbouring slices share them.
+ * stages the padded x rows its slices' kd taps read once, so neighbouring slices share them
+ * (fp32 x where staging would dominate is read in place instead: reads_x_in_place).
  * Output tiles are split across threads (outermost parallel loop), so there is no cross-thread
  * reduction. With few tiles, or where staging x dominates (every tile group stages every chunk),
  * the reduction is split instead into a fixed number of parts (dw_parts), each a thread's whole
@@ -26,7 +27,7 @@ struct DwTiles {
   int kwt = 1;  ///< kw taps per register tile
   int ch = 1;   ///< output rows (ho) per reduction chunk
   int parts = 1;  ///< reduction split into this many partial sums (dw_parts; not the threads)
-  bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows)
+  bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows, unless reads_x_in_place)
   bool prefetch_x = false;  ///< prefetch the next chunk's x rows while this chunk computes
   int pair = 1;  ///< 2: bf16 inputs as dot products of row pairs (the pair form; ch counts pairs)
   int db = 1;  ///< output depth slices per reduction chunk: x staged once for all their kd taps
@@ -43,6 +44,26 @@ bool staging_bound(const Problem& p) {
   const ConvGeometry& g = p.geo;
   const double x_bytes = 4.0 * g.n * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
   return x_bytes / (g.flops() / 32) >= 0.5;
+}
+
+/** Whether the tiles read fp32 x in place instead of staging it per chunk: where staging
+ * dominates (staging_bound), the staging pass's reads of x from L3 or DRAM overlap nothing,
+ * while the tiles' do (the first tile to reach a row waits on it, the others find it in cache).
+ * The pads need no staged zeros: dW leaves out their taps along the row, and Halide partitions
+ * the rest of the padding select out of the tiles' steady loops. Emerald Rapids, seed dW,
+ * interleaved: 5.98 against 6.92 ms at 1 thread, 3.00 against 3.56 at 2 in 4 parts, 2.75 unsplit
+ * (it measured level, 6.83 against 6.97, before the width pads' taps were left out). Nowhere
+ * else: e1 dW in place ran 11.5 against 3.95 ms; 16-bit x converted in the tiles, the seed 6.39
+ * against 6.04. Nor on Zen 4, whose staging-bound chunks were measured with the next chunk
+ * prefetched (prefetch_x), and where reading in place was not. */
+bool reads_x_in_place(const Problem& p, const Halide::Target& target) {
+  // Not where depth or height rows are left out (skips_outside): the predicate on the pure tap
+  // var is not a bound Halide's bounds inference narrows x's region by, and with x inlined the
+  // padding clamp it makes redundant is simplified away, so x would be read outside its extent
+  // (a public case: 4 depth taps of dilation 4 over pads of 3, read at depth -3).
+  return p.in_dtype == DType::kFloat32 && stage_x_rows(p) && staging_bound(p) &&
+         !ops::skips_outside(p, 0) && !ops::skips_outside(p, 1) &&
+         !target.has_feature(Halide::Target::AVX512_Zen4);
 }
 
 /** The pair form (DwAlgorithm::pairs) is offered for bf16 inputs whose x rows are staged, unless
@@ -142,7 +163,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   }
   t.ch = l1_chunk(p, t, m);
   const VariantFields f = space().resolve(ctx.variant, {{"nt", &t.nt}, {"kwt", &t.kwt}, {"ch", &t.ch}});
-  t.stage_x = stage_x_rows(p);
+  t.stage_x = stage_x_rows(p) && !reads_x_in_place(p, ctx.target);
   // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.
   space().require(p.group.cout_g % (f.count("nt") ? t.nt : 1) == 0 &&
                       g.kernel[2] % (f.count("kwt") ? t.kwt : 1) == 0 &&
@@ -280,7 +301,16 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
                          (t.ch * t.pair * g.stride[1]) * t.pair;
   const double staged = t.pair == 2 ? 2 : 4;
   const double stagers = tile_stagers(tiles, ctx.threads, t.parts, gd.real_g);
-  n.pass_bytes = stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + staged) : 0) +
+  // Dense fp32 x read in place (reads_x_in_place): x read from beyond the L2 once, at the rate
+  // of a pass (the seed dW at 1 thread: 5.4-6.0 ms measured, 4.3 predicted for its steps alone;
+  // staged, 6.9). Once, not per tile group: the groups walk the same chunks at the same time
+  // and the second finds the rows in the shared L3 (seed dW at 2 threads, unsplit 2.75 ms
+  // against 2.96 split in 4 parts).
+  const double x_reads = !t.stage_x && stage_x_rows(p)
+                             ? double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16 * input_bytes(p)
+                             : 0;
+  n.pass_bytes = x_reads +
+                 stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + staged) : 0) +
                             (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + staged) : 0)) +
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
@@ -299,7 +329,7 @@ class DwTiled final : public DwSchedule {
       << (t.pair == 2 ? "bf16 pair dot products over row pairs, " : "") << t.tiles
       << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch
       << (t.pair == 2 ? " row pairs" : " rows") << " x " << p.geo.out[2] << " cols, "
-      << (t.stage_x ? "" : "x read in place (sparse rows), ")
+      << (t.stage_x ? "" : stage_x_rows(p) ? "x read in place, " : "x read in place (sparse rows), ")
       << (t.db > 1 ? "x staged once for " + std::to_string(t.db) + " depth slices, " : "")
       << (t.prefetch_x ? "next chunk of x prefetched, " : "")
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")

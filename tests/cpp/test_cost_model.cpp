@@ -437,6 +437,33 @@ TEST(CostModel, DwThreadsStageOnlyTheirGroupsX) {
   knobs::unset("TBEX_CALIBRATE");
 }
 
+TEST(CostModel, DwReadsFp32XInPlaceWhereStagingDominates) {
+  // dw_tiled reads fp32 x in place where staging it would dominate (few channels and strides,
+  // the seed dW's shape), and stages it elsewhere (e1) and on Zen 4, whose staged chunks were
+  // measured with the next chunk prefetched. In place, x is read once however many tile groups
+  // walk it: unsplit over two threads each thread's passes halve, where staged chunks are
+  // staged by both threads.
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
+  const Halide::Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
+  const auto* s = sched::dw_tiled_schedule();
+  const Conv seed{1, 16, 8, 16, 16, 16, {2, 3, 3}, {2, 2, 2}, 1};
+  const Conv e1{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
+  const auto in_place = [&](const Conv& c, const Halide::Target& t) {
+    return s->describe(dw_problem(c), {t, 1, ""}).find("x read in place") != std::string::npos;
+  };
+  EXPECT_TRUE(in_place(seed, avx512));
+  EXPECT_FALSE(in_place(e1, avx512));
+  EXPECT_FALSE(in_place(seed, zen4));
+  const Problem p = dw_problem(seed);
+  const char* v = "nt=8,kwt=3,ch=2,parts=1";
+  const double one = s->estimate(p, {avx512, 1, v}).passes, two = s->estimate(p, {avx512, 2, v}).passes;
+  EXPECT_LT(two, 0.6 * one);
+  const double staged_one = s->estimate(p, {zen4, 1, v}).passes;
+  EXPECT_GT(s->estimate(p, {zen4, 2, v}).passes, 0.9 * staged_one);
+  knobs::unset("TBEX_CALIBRATE");
+}
+
 sched::LoopNest nest_with(int accumulators, int operands) {
   sched::LoopNest n;
   n.tile = {double(accumulators), double(operands), accumulators, operands, 0};

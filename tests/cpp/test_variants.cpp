@@ -131,9 +131,12 @@ TEST(Variants, DwTiledDepthBlocksMatchReference) {
     check_dw(0, t, "dw_tiled",
              {"nt=4,kwt=3,ch=1,parts=1,db=4", "nt=8,kwt=1,ch=2,parts=1,db=2",
               "nt=4,kwt=3,ch=1,parts=2,db=2"});
-    // "odd_strided": batch 1, output depth 5, Kd 2 over stride 1.
-    check_dw(1, t, "dw_tiled", {"nt=1,kwt=1,ch=1,parts=1,db=5", "nt=1,kwt=2,ch=1,parts=3,db=2"});
   }
+  // "odd_strided": batch 1, output depth 5, Kd 2 over stride 1. Its fp32 x is read in place
+  // where the host is not a Zen 4 (staging would dominate: few channels; reads_x_in_place), so
+  // there are no staged slices to share: f16, staged everywhere.
+  check_dw(1, DType::kFloat16, "dw_tiled",
+           {"nt=1,kwt=1,ch=1,parts=1,db=5", "nt=1,kwt=2,ch=1,parts=3,db=2"});
   // The candidates hold both choices where the form applies, and a db the depth does not
   // divide is refused naming the rule.
   const Problem plain = dw_problem_of(0);
