@@ -57,10 +57,11 @@ bool staging_bound(const Problem& p) {
  * against 6.04. Nor on Zen 4, whose staging-bound chunks were measured with the next chunk
  * prefetched (prefetch_x), and where reading in place was not. */
 bool reads_x_in_place(const Problem& p, const Halide::Target& target) {
-  // Not where depth or height rows are left out (skips_outside): the predicate on the pure tap
-  // var is not a bound Halide's bounds inference narrows x's region by, and with x inlined the
-  // padding clamp it makes redundant is simplified away, so x would be read outside its extent
-  // (a public case: 4 depth taps of dilation 4 over pads of 3, read at depth -3).
+  // Not where depth or height rows are left out (skips_outside): there x inlined under the
+  // rows' predicate was read outside its extent (a public case, 4 depth taps of dilation 4 over
+  // pads of 3: Halide's bounds check stopped it, x read at depth -3), where the staged copy
+  // clamps every read. The width's likely predicate read x in place correctly (pads on both
+  // sides, strides, dilations: checked against the reference).
   return p.in_dtype == DType::kFloat32 && stage_x_rows(p) && staging_bound(p) &&
          !ops::skips_outside(p, 0) && !ops::skips_outside(p, 1) &&
          !target.has_feature(Halide::Target::AVX512_Zen4);

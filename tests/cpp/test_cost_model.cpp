@@ -439,24 +439,29 @@ TEST(CostModel, DwThreadsStageOnlyTheirGroupsX) {
 
 TEST(CostModel, DwReadsFp32XInPlaceWhereStagingDominates) {
   // dw_tiled reads fp32 x in place where staging it would dominate (few channels and strides,
-  // the seed dW's shape), and stages it elsewhere (e1) and on Zen 4, whose staged chunks were
-  // measured with the next chunk prefetched. In place, x is read once however many tile groups
-  // walk it: unsplit over two threads each thread's passes halve, where staged chunks are
-  // staged by both threads.
+  // the seed dW's shape), and stages it elsewhere (e1), where depth or height rows in the pads
+  // are left out (pads of 1 over 8 slices: 2 of 10 depth pairs), and on Zen 4, whose staged
+  // chunks were measured with the next chunk prefetched. In place, x is read once however many
+  // tile groups walk it: unsplit over two threads each thread's passes halve, where staged
+  // chunks are staged by both threads.
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
   const Halide::Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
   const auto* s = sched::dw_tiled_schedule();
-  const Conv seed{1, 16, 8, 16, 16, 16, {2, 3, 3}, {2, 2, 2}, 1};
+  const Conv seed{1, 16, 8, 16, 16, 16, {2, 3, 3}, {2, 2, 2}, 0};
+  Conv padded = seed;
+  padded.pad = 1;
   const Conv e1{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
   const auto in_place = [&](const Conv& c, const Halide::Target& t) {
     return s->describe(dw_problem(c), {t, 1, ""}).find("x read in place") != std::string::npos;
   };
   EXPECT_TRUE(in_place(seed, avx512));
   EXPECT_FALSE(in_place(e1, avx512));
+  ASSERT_TRUE(ops::skips_outside(dw_problem(padded), 0));
+  EXPECT_FALSE(in_place(padded, avx512));
   EXPECT_FALSE(in_place(seed, zen4));
   const Problem p = dw_problem(seed);
-  const char* v = "nt=8,kwt=3,ch=2,parts=1";
+  const char* v = "nt=8,kwt=3,ch=7,parts=1";  // Ho = 7
   const double one = s->estimate(p, {avx512, 1, v}).passes, two = s->estimate(p, {avx512, 2, v}).passes;
   EXPECT_LT(two, 0.6 * one);
   const double staged_one = s->estimate(p, {zen4, 1, v}).passes;
