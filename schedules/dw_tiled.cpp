@@ -54,8 +54,9 @@ bool staging_bound(const Problem& p) {
  * interleaved: 5.98 against 6.92 ms at 1 thread, 3.00 against 3.56 at 2 in 4 parts, 2.75 unsplit
  * (it measured level, 6.83 against 6.97, before the width pads' taps were left out). Nowhere
  * else: e1 dW in place ran 11.5 against 3.95 ms; 16-bit x converted in the tiles, the seed 6.39
- * against 6.04. Nor on Zen 4, whose staging-bound chunks were measured with the next chunk
- * prefetched (prefetch_x), and where reading in place was not. */
+ * against 6.04. Nor on Zen 4 (and Zen 5, whose host target carries the Zen 4 feature), whose
+ * staging-bound chunks were measured with the next chunk prefetched (prefetch_x), and where
+ * reading in place was not. */
 bool reads_x_in_place(const Problem& p, const Halide::Target& target) {
   // Not where depth or height rows are left out (skips_outside): there x inlined under the
   // rows' predicate was read outside its extent (a public case, 4 depth taps of dilation 4 over
