@@ -41,9 +41,15 @@ const TileSpace& space() {
 
 /** Many x bytes per FMA (few channels, strides): staging x from memory dominates. */
 bool staging_bound(const Problem& p) {
-  const ConvGeometry& g = p.geo;
-  const double x_bytes = 4.0 * g.n * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16;
-  return x_bytes / (g.flops() / 32) >= 0.5;
+  return 4.0 * dx_elems(p) / (p.geo.flops() / 32) >= 0.5;
+}
+
+/** Whether staging-bound chunks are staged with the next chunk's x prefetched (prefetch_x)
+ * rather than read in place: Zen 4 targets (Halide 21's Zen 5 host target carries the feature
+ * too). Halide prefetches into L1 (prefetchnta), which hid staging there (seed dW 8.0 -> 7.4
+ * ms) but evicts the running chunk on Sapphire Rapids (seed dW 6.3 -> 14 ms at 1 thread). */
+bool prefetches_staged_x(const Halide::Target& target) {
+  return target.has_feature(Halide::Target::AVX512_Zen4);
 }
 
 /** Whether the tiles read fp32 x in place instead of staging it per chunk: where staging
@@ -54,9 +60,8 @@ bool staging_bound(const Problem& p) {
  * interleaved: 5.98 against 6.92 ms at 1 thread, 3.00 against 3.56 at 2 in 4 parts, 2.75 unsplit
  * (it measured level, 6.83 against 6.97, before the width pads' taps were left out). Nowhere
  * else: e1 dW in place ran 11.5 against 3.95 ms; 16-bit x converted in the tiles, the seed 6.39
- * against 6.04. Nor on Zen 4 (and Zen 5, whose host target carries the Zen 4 feature), whose
- * staging-bound chunks were measured with the next chunk prefetched (prefetch_x), and where
- * reading in place was not. */
+ * against 6.04. Nor where the staged chunks are prefetched (prefetches_staged_x: measured so,
+ * reading in place was not). */
 bool reads_x_in_place(const Problem& p, const Halide::Target& target) {
   // Not where depth or height rows are left out (skips_outside): there x inlined under the
   // rows' predicate was read outside its extent (a public case, 4 depth taps of dilation 4 over
@@ -65,7 +70,7 @@ bool reads_x_in_place(const Problem& p, const Halide::Target& target) {
   // sides, strides, dilations: checked against the reference).
   return p.in_dtype == DType::kFloat32 && stage_x_rows(p) && staging_bound(p) &&
          !ops::skips_outside(p, 0) && !ops::skips_outside(p, 1) &&
-         !target.has_feature(Halide::Target::AVX512_Zen4);
+         !prefetches_staged_x(target);
 }
 
 /** The pair form (DwAlgorithm::pairs) is offered for bf16 inputs whose x rows are staged, unless
@@ -178,14 +183,13 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
             g.kernel[0] * p.group.real_g;
   // Staging streams x from memory chunk by chunk; where that dominates (many x bytes per FMA:
   // few channels, strides) the next chunk's rows are prefetched during this chunk's tiles, if
-  // both chunks fit in L2 side by side (larger chunks got slower). Zen 4 targets only: Halide
-  // prefetches into L1 (prefetcht0), which hid staging there (seed dW 8.0 -> 7.4 ms) but evicts
-  // the running chunk on Sapphire Rapids (seed dW 6.3 -> 14 ms at 1 thread).
+  // both chunks fit in L2 side by side (larger chunks got slower), where the target is one that
+  // prefetches them (prefetches_staged_x).
   {
     const int64_t chunk_bytes =
         x_rows_of(p, t.ch * t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
     t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && staging_bound(p) &&
-                   ctx.target.has_feature(Target::AVX512_Zen4);
+                   prefetches_staged_x(ctx.target);
     // Few tiles balance badly over threads, and staging-bound problems stage every chunk once
     // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
     if (t.tiles < 8 || t.prefetch_x) t.parts = dw_parts(p, kDwSplitParts);
@@ -308,9 +312,7 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   // staged, 6.9). Once, not per tile group: the groups walk the same chunks at the same time
   // and the second finds the rows in the shared L3 (seed dW at 2 threads, unsplit 2.75 ms
   // against 2.96 split in 4 parts).
-  const double x_reads = !t.stage_x && stage_x_rows(p)
-                             ? double(g.n) * g.in[0] * g.in[1] * g.in[2] * g.cin1() * 16 * input_bytes(p)
-                             : 0;
+  const double x_reads = reads_x_in_place(p, ctx.target) ? dx_elems(p) * input_bytes(p) : 0;
   n.pass_bytes = x_reads +
                  stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + staged) : 0) +
                             (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + staged) : 0)) +
