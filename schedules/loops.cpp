@@ -23,6 +23,18 @@ void stage_root(Func f, const Var& lanes, int width, const std::vector<Var>& out
   f.parallel(fused);
 }
 
+void partition_only(const Func& out, const std::vector<Func>& whole,
+                    std::vector<std::pair<Stage, VarOrRVar>> loops) {
+  for (const auto& [name, fn] : Internal::find_transitive_calls(out.function())) {
+    if (std::any_of(whole.begin(), whole.end(), [&](const Func& w) { return w.name() == name; }))
+      continue;
+    Func f(fn);
+    f.never_partition_all();
+    for (int i = 0; i < f.num_update_definitions(); ++i) f.update(i).never_partition_all();
+  }
+  for (auto& [stage, loop] : loops) stage.partition(loop, Partition::Auto);
+}
+
 void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct) {
   Func wz = a.wz;  // a handle to the same Func
   stage_root(wz, a.c0, 0, {a.kd, a.g}, {"t1"});

@@ -47,6 +47,15 @@ std::vector<Halide::RVar> rvars(const Halide::RDom& r);
  * the tile's accumulator is computed. */
 Halide::RVar scatter_tiles(ops::DxAlgorithm& a, int qt, int ct);
 
+/** The loops Halide may partition: every other loop of the pipeline `out` computes is built
+ * whole. Halide splits a loop whose body tests its variable against a bound (pads, tails) into
+ * edge and steady copies, and nested loops multiply the copies of the unrolled tile body they
+ * hold; unpartitioned, a loop computes those bounds at run time (mostly a tap loop's extent).
+ * Kept: every loop of the Funcs in `whole` and the `loops` named (a stage, one of its loops).
+ * Call last in a schedule's apply, once every loop exists. */
+void partition_only(const Halide::Func& out, const std::vector<Halide::Func>& whole,
+                    std::vector<std::pair<Halide::Stage, Halide::VarOrRVar>> loops);
+
 /** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1
  * (dw_parts' count) the reduction is first split over batch (or depth) into partial sums
  * indexed by `part`, each a thread's whole work unit (an rfactor; `acc`
