@@ -28,12 +28,12 @@ struct Blur {
     padded(x) = edge(x - 3) + edge(x + 3);
     out(x) = padded(x) + edge(x - 2);
     padded.compute_root();
+    out.bound(x, 0, 100);
   }
   /** How many loops over `func`'s x the lowered statement holds. */
   int loops_of(const Func& func) {
     const auto path = std::filesystem::temp_directory_path() /
                       ("tbex_loops_" + std::to_string(::getpid()) + ".stmt");
-    out.bound(x, 0, 100);
     Pipeline(out).compile_to_lowered_stmt(path.string(), {in}, StmtOutputFormat::Text,
                                           get_host_target());
     std::stringstream s;
