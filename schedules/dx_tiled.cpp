@@ -12,6 +12,7 @@
  * width padding fold away). See reads_dy_in_place. Elsewhere at unit stride (16-bit dy, wider
  * rows) dy is staged row by row as the tiles reach it (slide_dy_rows); with strides, whole. */
 #include <algorithm>
+#include <utility>
 
 #include "schedules/gemm_tile.h"
 #include "schedules/loops.h"
@@ -106,9 +107,8 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
 
  private:
-  /** apply's loop nest; `partitioned` gets the loops Halide may partition (partition_only). */
-  void tile(ops::DxAlgorithm& a, const Problem& p, const Context& ctx,
-            std::vector<std::pair<Stage, VarOrRVar>>& partitioned) const;
+  /** apply's loop nest; returns the loops Halide may partition (partition_only). */
+  PartitionedLoops tile(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const;
 
  protected:
   GemmShape shape(const Problem& p) const override {
@@ -254,19 +254,18 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
  * the tiles at the row's ends read the width pads; whole, f dX ran 12.4 against 10.4 ms, c2 49.5
  * against 44.2) and dy's staging (converted and padded per row: e1 f16 dX whole 4.03 against
  * 3.91). The copies of the tile body the depth, row and position loops were split into cost
- * compile time only (Emerald Rapids: f dX 0.71 -> 0.48 s, e1 0.51 -> 0.32, c1 0.58 -> 0.42, c2
+ * compile time only (Emerald Rapids: f dX 0.71 -> 0.52 s, e1 0.51 -> 0.32, c1 0.58 -> 0.43, c2
  * 0.61 -> 0.51 s), and every form ran level or faster built whole (f 9.9 against 10.4 ms). */
 void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const {
-  std::vector<std::pair<Stage, VarOrRVar>> partitioned;
-  tile(a, p, ctx, partitioned);
-  partition_only(a.out, {a.dys, a.dysp}, partitioned);
+  PartitionedLoops loops = tile(a, p, ctx);  // first: the pair form swaps its Funcs into `a`
+  partition_only(a.out, {a.dys, a.dysp}, std::move(loops));
 }
 
-void DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Context& ctx,
-                   std::vector<std::pair<Stage, VarOrRVar>>& partitioned) const {
+PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const {
   const GemmShape s = shape_for(p, ctx);
   const GemmTiles t = choose_gemm_tiles(s, ctx.variant);
   const Var c0 = a.c0, qw = a.qw, c1 = a.c1, b = a.b;
+  PartitionedLoops partitioned;
   Func acc = a.acc;
   if (t.pair == 2) {
     a.use_pairs();
@@ -288,7 +287,7 @@ void DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Context& ctx,
     // constant extent (its registers), computing a few phase-frame positions no one stores.
     acc.bound_extent(qw, t.qt);
     if (peel) a.out.update().unroll(rwo);
-    return;
+    return {};
   }
   if (a.strided) {
     // A ragged phase frame (an extent its stride does not divide) is computed per output depth
@@ -303,7 +302,7 @@ void DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Context& ctx,
         .unroll(c1i);
     register_tile(acc, a.dxp, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
     if (peel) a.dxp.unroll(wo);
-    return;
+    return {};
   }
   // Groups of hb output rows, every channel block inside each group (GemmTiles::hb): the loop
   // over one row's tiles is at hi.
@@ -349,6 +348,7 @@ void DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Context& ctx,
   if (!chunked(s, t))
     register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
   if (peel) a.out.unroll(wo);
+  return partitioned;
 }
 
 }  // namespace

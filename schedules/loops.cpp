@@ -23,8 +23,7 @@ void stage_root(Func f, const Var& lanes, int width, const std::vector<Var>& out
   f.parallel(fused);
 }
 
-void partition_only(const Func& out, const std::vector<Func>& whole,
-                    std::vector<std::pair<Stage, VarOrRVar>> loops) {
+void partition_only(const Func& out, const std::vector<Func>& whole, PartitionedLoops loops) {
   for (const auto& [name, fn] : Internal::find_transitive_calls(out.function())) {
     if (std::any_of(whole.begin(), whole.end(), [&](const Func& w) { return w.name() == name; }))
       continue;

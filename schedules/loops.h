@@ -53,8 +53,9 @@ Halide::RVar scatter_tiles(ops::DxAlgorithm& a, int qt, int ct);
  * hold; unpartitioned, a loop computes those bounds at run time (mostly a tap loop's extent).
  * Kept: every loop of the Funcs in `whole` and the `loops` named (a stage, one of its loops).
  * Call last in a schedule's apply, once every loop exists. */
+using PartitionedLoops = std::vector<std::pair<Halide::Stage, Halide::VarOrRVar>>;
 void partition_only(const Halide::Func& out, const std::vector<Halide::Func>& whole,
-                    std::vector<std::pair<Halide::Stage, Halide::VarOrRVar>> loops);
+                    PartitionedLoops loops);
 
 /** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1
  * (dw_parts' count) the reduction is first split over batch (or depth) into partial sums
