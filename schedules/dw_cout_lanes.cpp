@@ -137,8 +137,8 @@ class DwCoutLanes final : public DwSchedule {
     // x at its valid lanes is a fraction of x's bytes: staged (padded, fp32) once, or per batch
     // when large. dy rows with n innermost are staged per chunk, in cache right before the
     // thread's tiles consume them.
-    if (t.stage_x && t.xs_root) a.xs.compute_root().vectorize(c0).parallel(a.d);
-    else if (t.stage_x) a.xs.compute_at(red.body, red.outer).vectorize(c0);
+    if (t.stage_x && t.xs_root) a.xr.compute_root().vectorize(c0).parallel(a.d);
+    else if (t.stage_x) a.xr.compute_at(red.body, red.outer).vectorize(c0);
     a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     red.intm.compute_at(red.body, tgi).reorder_storage(n, c0).reorder(n, c0, kw).vectorize(n, 16)
         .unroll(n).unroll(c0).unroll(kw);

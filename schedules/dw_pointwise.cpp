@@ -196,7 +196,7 @@ class DwPointwise final : public DwSchedule {
                                  t.parts, {c0, ni, ci}, {});
     s.vectorize(c0).unroll(ni).unroll(ci);
     if (p.in_dtype != DType::kFloat32) {
-      a.xs.compute_at(red.body, red.chunk).vectorize(c0);
+      a.xr.compute_at(red.body, red.chunk).vectorize(c0);
       a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     }
     red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(c1g);

@@ -4,7 +4,8 @@
  * the x and dy rows a chunk touches stay in L2 while every output tile is updated from them
  * (split_dw_reduction: intm holds one chunk's partial sums for one tile, in registers). A chunk
  * stages the padded x rows its slices' kd taps read once, so neighbouring slices share them
- * (fp32 x where staging would dominate is read in place instead: reads_x_in_place).
+ * (fp32 x is read in place instead where that leaves no padding select in the tiles' loops or
+ * staging would dominate: x_in_place_applies).
  * Output tiles are split across threads (outermost parallel loop), so there is no cross-thread
  * reduction. With few tiles, or where staging x dominates (every tile group stages every chunk),
  * the reduction is split instead into a fixed number of parts (dw_parts), each a thread's whole
@@ -27,7 +28,8 @@ struct DwTiles {
   int kwt = 1;  ///< kw taps per register tile
   int ch = 1;   ///< output rows (ho) per reduction chunk
   int parts = 1;  ///< reduction split into this many partial sums (dw_parts; not the threads)
-  bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows, unless reads_x_in_place)
+  bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows; else x_in_place_applies)
+  bool x_key = false;  ///< x_in_place_applies: the key names the choice (x=1 in place, x=2 staged)
   bool prefetch_x = false;  ///< prefetch the next chunk's x rows while this chunk computes
   int pair = 1;  ///< 2: bf16 inputs as dot products of row pairs (the pair form; ch counts pairs)
   int db = 1;  ///< output depth slices per reduction chunk: x staged once for all their kd taps
@@ -35,7 +37,7 @@ struct DwTiles {
 };
 
 const TileSpace& space() {
-  static const TileSpace s("dw_tiled", {"nt", "kwt", "ch", "parts", "pair", "db"}, "TBEX_DW_TILE", 3);
+  static const TileSpace s("dw_tiled", {"nt", "kwt", "ch", "parts", "pair", "db", "x"}, "TBEX_DW_TILE", 3);
   return s;
 }
 
@@ -52,24 +54,40 @@ bool prefetches_staged_x(const Halide::Target& target) {
   return target.has_feature(Halide::Target::AVX512_Zen4);
 }
 
-/** Whether the tiles read fp32 x in place instead of staging it per chunk: where staging
- * dominates (staging_bound), the staging pass's reads of x from L3 or DRAM overlap nothing,
- * while the tiles' do (the first tile to reach a row waits on it, the others find it in cache).
- * The pads need no staged zeros: dW leaves out their taps along the row, and Halide partitions
- * the rest of the padding select out of the tiles' steady loops. Emerald Rapids, seed dW,
- * interleaved: 5.98 against 6.92 ms at 1 thread, 3.00 against 3.56 at 2 in 4 parts, 2.75 unsplit
- * (it measured level, 6.83 against 6.97, before the width pads' taps were left out). Nowhere
- * else: e1 dW in place ran 11.5 against 3.95 ms; 16-bit x converted in the tiles, the seed 6.39
- * against 6.04. Nor where the staged chunks are prefetched (prefetches_staged_x: measured so,
- * reading in place was not). */
-bool reads_x_in_place(const Problem& p, const Halide::Target& target) {
-  // Not where depth or height rows are left out (skips_outside): there x inlined under the
-  // rows' predicate was read outside its extent (a public case, 4 depth taps of dilation 4 over
-  // pads of 3: Halide's bounds check stopped it, x read at depth -3), where the staged copy
-  // clamps every read. The width's likely predicate read x in place correctly (pads on both
-  // sides, strides, dilations: checked against the reference).
-  return p.in_dtype == DType::kFloat32 && stage_x_rows(p) && staging_bound(p) &&
-         !ops::skips_outside(p, 0) && !ops::skips_outside(p, 1) &&
+/** Whether every tap of every dim reads x inside its volume at some output position. Where one
+ * never does, the reduction's predicate empties that tap's loops, and Halide's bounds of the
+ * emptied loops asked x read in place for rows outside its extent (a public case, 4 depth taps
+ * of dilation 4 over pads of 3: x asked at depth -3, refused by the input's bounds check);
+ * staged, the copy's clamps bound every read. */
+bool every_tap_reads_inside(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  for (int i = 0; i < 3; ++i)
+    for (int64_t k = 0; k < g.kernel[i]; ++k) {
+      bool inside = false;
+      for (int64_t o = 0; o < g.out[i] && !inside; ++o) {
+        const int64_t at = o * g.stride[i] + k * g.dilation[i] - g.pads[2 * i];
+        inside = at >= 0 && at < g.in[i];
+      }
+      if (!inside) return false;
+    }
+  return true;
+}
+
+/** Whether the tiles may read fp32 x in place (DwAlgorithm::xr inlined) instead of staging its
+ * padded rows per chunk (DwTiles::stage_x; key "x": 1 in place, 2 staged), and do by default: dense rows of fp32 x,
+ * where reading in place leaves no padding select in the tiles' loops (keeps_no_pad_taps: the
+ * reduction leaves every pad tap out, and Halide partitions the row's out of its steady loop)
+ * or where staging dominates (staging_bound). The staging pass's reads of x from L3 or DRAM
+ * overlap nothing, while the tiles' do (the first tile to reach a row waits on it, the others
+ * find it in cache). Emerald Rapids, interleaved, 1 thread: the seed dW 5.98 against 6.92 ms
+ * (3.00 against 3.56 at 2 threads in 4 parts, 2.75 unsplit), e1 3.77 / 3.92 (1.95 / 2.03 at 2
+ * threads), f 9.84 / 10.33 (staged for 8 depth slices), c2 level (43.0 / 43.0). Where a select
+ * on the rows stays (pad taps kept) it ran 1.09-1.7x slower (g, b, c1 dW). Not where the staged
+ * chunks are prefetched instead (prefetches_staged_x: measured so, reading in place was not).
+ * 16-bit x stays staged: converted in the tiles, the seed ran 6.39 against 6.04 ms. */
+bool x_in_place_applies(const Problem& p, const Halide::Target& target) {
+  return p.in_dtype == DType::kFloat32 && stage_x_rows(p) &&
+         (ops::keeps_no_pad_taps(p) || staging_bound(p)) && every_tap_reads_inside(p) &&
          !prefetches_staged_x(target);
 }
 
@@ -170,7 +188,17 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   }
   t.ch = l1_chunk(p, t, m);
   const VariantFields f = space().resolve(ctx.variant, {{"nt", &t.nt}, {"kwt", &t.kwt}, {"ch", &t.ch}});
-  t.stage_x = stage_x_rows(p) && !reads_x_in_place(p, ctx.target);
+  t.x_key = x_in_place_applies(p, ctx.target);
+  {
+    const VariantFields asked = space().parse(ctx.variant);
+    // A variant asking for depth blocks (which stage x) without naming x stages x.
+    const bool in_place = asked.count("x") ? asked.at("x") == 1
+                                           : t.x_key && !(asked.count("db") && asked.at("db") > 1);
+    space().require(!asked.count("x") || (t.x_key && asked.at("x") <= 2), ctx.variant,
+                    "x must be 1 (read in place) or 2 (staged), for fp32 x of dense rows whose "
+                    "reduction leaves every pad tap out or whose staging dominates");
+    t.stage_x = stage_x_rows(p) && !in_place;
+  }
   // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.
   space().require(p.group.cout_g % (f.count("nt") ? t.nt : 1) == 0 &&
                       g.kernel[2] % (f.count("kwt") ? t.kwt : 1) == 0 &&
@@ -210,6 +238,7 @@ std::string key_of(const Problem& p, const DwTiles& t) {
   VariantFields f{{"nt", t.nt}, {"kwt", t.kwt}, {"ch", t.ch}, {"parts", t.parts}};
   if (pairs_apply(p)) f["pair"] = t.pair;
   if (depth_blocks_apply(p, t)) f["db"] = t.db;
+  if (t.x_key) f["x"] = t.stage_x ? 2 : 1;
   return space().key(f);
 }
 
@@ -267,6 +296,14 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     t.db = d.db > 1 ? 1 : largest_divisor_upto(dw_depth_extent(p, d.parts), 2);
     if (t.db != d.db) list.insert(list.begin() + 1, t);
   }
+  // Right after the own tile: the other choice of reading x in place (staged: its own depth
+  // block).
+  if (d.x_key) {
+    DwTiles t = d;
+    t.stage_x = !d.stage_x;
+    t.db = own_depth_block(p, t, m);
+    list.insert(list.begin() + 1, t);
+  }
   std::vector<std::string> keys;
   for (const DwTiles& t : list) keys.push_back(key_of(p, t));
   return TileSpace::candidates(keys, 10);
@@ -307,12 +344,12 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
                          (t.ch * t.pair * g.stride[1]) * t.pair;
   const double staged = t.pair == 2 ? 2 : 4;
   const double stagers = tile_stagers(tiles, ctx.threads, t.parts, gd.real_g);
-  // Dense fp32 x read in place (reads_x_in_place): x read from beyond the L2 once, at the rate
+  // Dense fp32 x read in place (x_in_place_applies): x read from beyond the L2 once, at the rate
   // of a pass (the seed dW at 1 thread: 5.4-6.0 ms measured, 4.3 predicted for its steps alone;
   // staged, 6.9). Once, not per tile group: the groups walk the same chunks at the same time
   // and the second finds the rows in the shared L3 (seed dW at 2 threads, unsplit 2.75 ms
   // against 2.96 split in 4 parts).
-  const double x_reads = reads_x_in_place(p, ctx.target) ? dx_elems(p) * input_bytes(p) : 0;
+  const double x_reads = !t.stage_x && stage_x_rows(p) ? dx_elems(p) * input_bytes(p) : 0;
   n.pass_bytes = x_reads +
                  stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + staged) : 0) +
                             (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + staged) : 0)) +
@@ -379,7 +416,7 @@ class DwTiled final : public DwSchedule {
       a.xs.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(c0);
       if (t.prefetch_x) s.prefetch(a.x, red.chunk, red.chunk, 1, PrefetchBoundStrategy::NonFaulting);
     } else if (t.stage_x) {
-      a.xs.compute_at(red.body, red.chunk).vectorize(c0);
+      a.xr.compute_at(red.body, red.chunk).vectorize(c0);
       if (t.prefetch_x) s.prefetch(a.x, red.chunk, red.chunk, 1, PrefetchBoundStrategy::NonFaulting);
     }
     if (t.pair == 2) a.dys.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(n, 8);

@@ -53,9 +53,9 @@ std::vector<int64_t> dy_shape(const Conv& c) {
           out_dim(c.h, c.k[1], c.s[1], c.pad), out_dim(c.w, c.k[2], c.s[2], c.pad), 16};
 }
 
-Problem dw_problem(const Conv& c) {
-  return make_backprop_filter_problem({c.n, c.d, (c.cin + 15) / 16, c.h, c.w, 16}, DType::kFloat32,
-                                      dy_shape(c), DType::kFloat32,
+Problem dw_problem(const Conv& c, DType dtype = DType::kFloat32) {
+  return make_backprop_filter_problem({c.n, c.d, (c.cin + 15) / 16, c.h, c.w, 16}, dtype,
+                                      dy_shape(c), dtype,
                                       {c.cout, c.k[0], c.cin / c.groups, c.k[1], c.k[2]},
                                       para_of(c, false));
 }
@@ -439,11 +439,13 @@ TEST(CostModel, DwThreadsStageOnlyTheirGroupsX) {
 
 TEST(CostModel, DwReadsFp32XInPlaceWhereStagingDominates) {
   // dw_tiled reads fp32 x in place where staging it would dominate (few channels and strides,
-  // the seed dW's shape), and stages it elsewhere (e1), where depth or height rows in the pads
-  // are left out (pads of 1 over 8 slices: 2 of 10 depth pairs), and on Zen 4, whose staged
-  // chunks were measured with the next chunk prefetched. In place, x is read once however many
-  // tile groups walk it: unsplit over two threads each thread's passes halve, where staged
-  // chunks are staged by both threads.
+  // the seed dW's shape) and where the reduction leaves every tap reading the pads out (e1, the
+  // seed with pads of 1: no padding select in the tiles' loops); it stages x where some pad taps
+  // are kept (height 70 over pads of 1: 2 of 210 pairs, below kDwSkipShare), for 16-bit x, and
+  // on Zen 4, whose staged chunks were measured with the next chunk prefetched. A variant
+  // naming depth blocks without x stages x. In place, x is read once however many tile groups
+  // walk it: unsplit over two threads each thread's passes halve, where staged chunks are
+  // staged by both threads.
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
   const Halide::Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
@@ -452,13 +454,20 @@ TEST(CostModel, DwReadsFp32XInPlaceWhereStagingDominates) {
   Conv padded = seed;
   padded.pad = 1;
   const Conv e1{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
-  const auto in_place = [&](const Conv& c, const Halide::Target& t) {
-    return s->describe(dw_problem(c), {t, 1, ""}).find("x read in place") != std::string::npos;
+  const Conv tall{1, 64, 8, 70, 70, 64, {3, 3, 3}, {1, 1, 1}, 1};
+  const auto in_place = [&](const Conv& c, const Halide::Target& t, DType d = DType::kFloat32,
+                            const char* v = "") {
+    return s->describe(dw_problem(c, d), {t, 1, v}).find("x read in place") != std::string::npos;
   };
   EXPECT_TRUE(in_place(seed, avx512));
-  EXPECT_FALSE(in_place(e1, avx512));
+  EXPECT_TRUE(in_place(e1, avx512));
+  EXPECT_FALSE(in_place(e1, avx512, DType::kFloat16));
+  EXPECT_FALSE(in_place(e1, avx512, DType::kFloat32, "db=4"));
+  EXPECT_FALSE(in_place(e1, avx512, DType::kFloat32, "x=2"));
   ASSERT_TRUE(ops::skips_outside(dw_problem(padded), 0));
-  EXPECT_FALSE(in_place(padded, avx512));
+  EXPECT_TRUE(in_place(padded, avx512));
+  ASSERT_TRUE(ops::keeps_pad_taps(dw_problem(tall), 1));
+  EXPECT_FALSE(in_place(tall, avx512));
   EXPECT_FALSE(in_place(seed, zen4));
   const Problem p = dw_problem(seed);
   const char* v = "nt=8,kwt=3,ch=7,parts=1";  // Ho = 7

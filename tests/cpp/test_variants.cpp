@@ -123,6 +123,34 @@ void check_dw(int ci, DType dtype, const std::string& schedule, const std::vecto
                  extra);
 }
 
+// fp32 x read in place (x=1) or staged (x=2) where both apply: "plain" and "grouped" leave every
+// tap reading their pads out, so x read in place has no padding select; both forms, unsplit and
+// split by depth, with the other tiles. x=1 with depth blocks, x beyond 2, and x where it does
+// not apply (16-bit x) are refused.
+TEST(Variants, DwTiledXInPlaceMatchesReference) {
+  for (int ci : {0, 2}) {
+    const auto keys = schedule_candidates(dw_problem_of(ci), "dw_tiled");
+    for (const char* form : {",x=1", ",x=2"})
+      EXPECT_TRUE(std::any_of(keys.begin(), keys.end(), [&](const std::string& k) {
+        return k.find(form) != std::string::npos;
+      })) << kCases[ci].name << form;
+    check_dw(ci, DType::kFloat32, "dw_tiled",
+             {"nt=4,kwt=3,ch=1,parts=2,x=1", "nt=8,kwt=1,ch=2,parts=1,x=1", "nt=4,kwt=3,ch=2,parts=1,x=2"});
+  }
+  const Problem plain = dw_problem_of(0);
+  const auto refused = [&](const Problem& p, const char* v, const char* rule) {
+    try {
+      compile(p, CompileOptions{"dw_tiled", v});
+      ADD_FAILURE() << v << " accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(rule), std::string::npos) << e.what();
+    }
+  };
+  refused(plain, "nt=4,kwt=3,ch=1,parts=1,db=4,x=1", "db must be 1");
+  refused(plain, "x=3", "x must be 1 (read in place) or 2 (staged)");
+  refused(dw_problem_of(0, DType::kFloat16), "x=1", "x must be 1 (read in place) or 2 (staged)");
+}
+
 // x staged once for several output depth slices (db): whole depth, part of it, and a split by
 // depth whose last part is shorter than a block ("odd_strided": depth 5 in 3 parts of 2, 2, 1).
 TEST(Variants, DwTiledDepthBlocksMatchReference) {
@@ -133,14 +161,14 @@ TEST(Variants, DwTiledDepthBlocksMatchReference) {
               "nt=4,kwt=3,ch=1,parts=2,db=2"});
   }
   // "odd_strided": batch 1, output depth 5, Kd 2 over stride 1. Its fp32 x is read in place
-  // where the host is not a Zen 4 (staging would dominate: few channels; reads_x_in_place), so
-  // there are no staged slices to share: f16, staged everywhere.
+  // where the host is not a Zen 4 (x_in_place_applies), so there are no staged slices to share:
+  // f16, staged everywhere.
   check_dw(1, DType::kFloat16, "dw_tiled",
            {"nt=1,kwt=1,ch=1,parts=1,db=5", "nt=1,kwt=2,ch=1,parts=3,db=2"});
-  // The candidates hold both choices where the form applies, and a db the depth does not
-  // divide is refused naming the rule.
+  // The candidates hold both choices where the form applies (x staged: f16), and a db the depth
+  // does not divide is refused naming the rule.
   const Problem plain = dw_problem_of(0);
-  const auto keys = schedule_candidates(plain, "dw_tiled");
+  const auto keys = schedule_candidates(dw_problem_of(0, DType::kFloat16), "dw_tiled");
   EXPECT_TRUE(std::any_of(keys.begin(), keys.end(),
                           [](const std::string& k) { return k.find(",db=1") != std::string::npos; }));
   EXPECT_TRUE(std::any_of(keys.begin(), keys.end(), [](const std::string& k) {

@@ -431,11 +431,13 @@ def dw_tensors(geo, x64, dy64, dtype, para_extra=None):
     return xp, dyp, res, x6, dy6
 
 
-def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None):
-    """Builds and runs tbex dW for float64 data already representable in `dtype`."""
+def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None, variant=""):
+    """Builds and runs tbex dW for float64 data already representable in `dtype` (`variant`: a
+    tile variant of the named `schedule`)."""
     from tbex import dsl
     xp, dyp, res, x6, dy6 = dw_tensors(geo, x64, dy64, dtype, para_extra)
-    sch = dsl.auto_schedule(res) if schedule is None else dsl.auto_schedule(res, schedule=schedule)
+    sch = (dsl.auto_schedule(res) if schedule is None
+           else dsl.auto_schedule(res, schedule=schedule, variant=variant))
     kernel = dsl.build(sch, {"name": "dw_" + (geo.name or "k"), "tensor_list": [xp, dyp, res]})
     return kernel(x6, dy6)
 

@@ -178,6 +178,32 @@ def test_random_every_schedule_auto_may_pick(c, op):
             O.check_dx(raw, O.ref_dx(w, dy, geo), geo, "float32", what=what)
 
 
+def test_random_dw_x_read_in_place_and_staged():
+    """dw_tiled's fp32 x read in place (x=1) and staged (x=2), each tile variant the tuner lists
+    with either, against the float64 oracle on every random geometry where both apply (the
+    reduction leaves every pad tap out, or staging dominates, and every tap reads inside x)."""
+    from tbex import dsl
+    ran = 0
+    for c in CASES:
+        geo = c["geo"]
+        res = O.dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), "float32",
+                           _para_extra(c))[2]
+        keys = [k for k in dsl.auto_schedule(res).candidates("dw_tiled") if ",x=" in k]
+        if not keys:
+            continue
+        rng = np.random.default_rng(SEED + 501 + CASES.index(c))
+        x = O.random_data(rng, geo.x_shape, "float32")
+        dy = O.random_data(rng, geo.dy_shape, "float32")
+        ref = O.ref_dw(x, dy, geo)
+        for key in keys:
+            raw = O.run_dw(geo, x, dy, "float32", schedule="dw_tiled", para_extra=_para_extra(c),
+                           variant=key)
+            O.check_dw(raw, ref, geo, what="%s dW f32 dw_tiled [%s]" % (geo.name, key))
+        assert {k.split(",x=")[1][0] for k in keys} == {"1", "2"}, keys
+        ran += 1
+    assert ran >= 5, ran
+
+
 def test_flops_budget():
     total = sum(c["geo"].flops() for c in CASES)
     assert total <= 25 * MAX_FLOPS

@@ -23,6 +23,10 @@ struct DwAlgorithm {
   Halide::ImageParam x;   ///< (c0, w, h, c1, d, n)        6HD fmap
   Halide::ImageParam dy;  ///< (c0, wo, ho, co1, do, n)    6HD out_backprop
   Halide::Func xs{"xs"};        ///< (c0, wp, hp, c1g, dp, b, g) fp32, zero-padded by the pads
+  /** xs as acc's reduction reads it (the same dims): equal to xs wherever a tap r keeps reads,
+   * with no zeros in the dims whose pad taps r leaves out (skips_outside: never read there), so
+   * a schedule that inlines it (x read in place) has no padding select in its loops. */
+  Halide::Func xr{"xr"};
   Halide::Func dys{"dys"};       ///< (n, wo, ho, do, b, g)       fp32, channels of real group g
   Halide::Func acc{"acc"};       ///< (c0, n, kw, kh, c1g, kd, g) sum over r
   Halide::Func out{"out"};       ///< (c0, n, kw, kh, c1g, kd, g) masked; 7-D view of the 4-D dW
@@ -273,6 +277,16 @@ inline bool skips_outside(OpKind op, int dim, double inside) {
 }
 /** skips_outside for p's dim i (depth 0, height 1, width 2): whether its algorithm predicates it. */
 inline bool skips_outside(const Problem& p, int i) { return skips_outside(p.op, i, inside_share(p, i)); }
+
+/** Whether dW's reduction r keeps taps of p's dim i that read x's pads: some do and r does not
+ * leave them out (skips_outside). DwAlgorithm::xr reads zeros there. */
+inline bool keeps_pad_taps(const Problem& p, int i) {
+  return inside_share(p, i) < 1 && !skips_outside(p, i);
+}
+/** Whether dW's reduction keeps no tap reading x's pads in any dim: xr is x itself. */
+inline bool keeps_no_pad_taps(const Problem& p) {
+  return !keeps_pad_taps(p, 0) && !keeps_pad_taps(p, 1) && !keeps_pad_taps(p, 2);
+}
 
 /** The share of the multiply-adds the forms that leave out padding execute (the dims
  * skips_outside names). */
