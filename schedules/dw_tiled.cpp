@@ -74,17 +74,18 @@ bool every_tap_reads_inside(const Problem& p) {
 }
 
 /** Whether the tiles may read fp32 x in place (DwAlgorithm::xr inlined) instead of staging its
- * padded rows per chunk (DwTiles::stage_x; key "x": 1 in place, 2 staged), and do by default: dense rows of fp32 x,
- * where reading in place leaves no padding select in the tiles' loops (keeps_no_pad_taps: the
- * reduction leaves every pad tap out, and Halide partitions the row's out of its steady loop)
- * or where staging dominates (staging_bound). The staging pass's reads of x from L3 or DRAM
- * overlap nothing, while the tiles' do (the first tile to reach a row waits on it, the others
- * find it in cache). Emerald Rapids, interleaved, 1 thread: the seed dW 5.98 against 6.92 ms
- * (3.00 against 3.56 at 2 threads in 4 parts, 2.75 unsplit), e1 3.77 / 3.92 (1.95 / 2.03 at 2
- * threads), f 9.84 / 10.33 (staged for 8 depth slices), c2 level (43.0 / 43.0). Where a select
- * on the rows stays (pad taps kept) it ran 1.09-1.7x slower (g, b, c1 dW). Not where the staged
- * chunks are prefetched instead (prefetches_staged_x: measured so, reading in place was not).
- * 16-bit x stays staged: converted in the tiles, the seed ran 6.39 against 6.04 ms. */
+ * padded rows per chunk (DwTiles::stage_x; key "x": 1 in place, 2 staged), and do by default:
+ * dense rows of fp32 x where reading in place leaves no padding select in the tiles' loops
+ * (keeps_no_pad_taps: the reduction leaves out every tap reading the pads, and Halide partitions
+ * those along the row out of its steady loop) or where staging dominates (staging_bound). The
+ * staging pass's reads of x from L3 or DRAM overlap nothing, while the tiles' do (the first tile
+ * to reach a row waits on it, the others find it in cache). Emerald Rapids, interleaved, 1
+ * thread: the seed dW 5.98 against 6.92 ms (3.00 against 3.56 at 2 threads in 4 parts, 2.75
+ * unsplit), e1 3.77 / 3.92 (1.95 / 2.03 at 2 threads), f 9.84 / 10.33 (staged for 8 depth
+ * slices), c2 level (43.0 / 43.0). Where a select on the rows stays (pad taps kept) it ran
+ * 1.09-1.7x slower (g, b, c1 dW). Not where the staged chunks are prefetched instead
+ * (prefetches_staged_x: measured so, reading in place was not). 16-bit x stays staged:
+ * converted in the tiles, the seed ran 6.39 against 6.04 ms. */
 bool x_in_place_applies(const Problem& p, const Halide::Target& target) {
   return p.in_dtype == DType::kFloat32 && stage_x_rows(p) &&
          (ops::keeps_no_pad_taps(p) || staging_bound(p)) && every_tap_reads_inside(p) &&
