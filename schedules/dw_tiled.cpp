@@ -4,8 +4,7 @@
  * the x and dy rows a chunk touches stay in L2 while every output tile is updated from them
  * (split_dw_reduction: intm holds one chunk's partial sums for one tile, in registers). A chunk
  * stages the padded x rows its slices' kd taps read once, so neighbouring slices share them
- * (fp32 x is read in place instead where that leaves no padding select in the tiles' loops or
- * staging would dominate: x_in_place_applies).
+ * (fp32 x of dense rows is read in place instead: x_in_place_applies).
  * Output tiles are split across threads (outermost parallel loop), so there is no cross-thread
  * reduction. With few tiles, or where staging x dominates (every tile group stages every chunk),
  * the reduction is split instead into a fixed number of parts (dw_parts), each a thread's whole
@@ -75,21 +74,19 @@ bool every_tap_reads_inside(const Problem& p) {
 
 /** Whether the tiles may read fp32 x in place (DwAlgorithm::xr inlined) instead of staging its
  * padded rows per chunk (DwTiles::stage_x; key "x": 1 in place, 2 staged), and do by default:
- * dense rows of fp32 x where reading in place leaves no padding select in the tiles' loops
- * (keeps_no_pad_taps: the reduction leaves out every tap reading the pads, and Halide partitions
- * those along the row out of its steady loop) or where staging dominates (staging_bound). The
- * staging pass's reads of x from L3 or DRAM overlap nothing, while the tiles' do (the first tile
- * to reach a row waits on it, the others find it in cache). Emerald Rapids, interleaved, 1
- * thread: the seed dW 5.98 against 6.92 ms (3.00 against 3.56 at 2 threads in 4 parts, 2.75
- * unsplit), e1 3.77 / 3.92 (1.95 / 2.03 at 2 threads), f 9.84 / 10.33 (staged for 8 depth
- * slices), c2 level (43.0 / 43.0). Where a select on the rows stays (pad taps kept) it ran
- * 1.09-1.7x slower (g, b, c1 dW). Not where the staged chunks are prefetched instead
- * (prefetches_staged_x: measured so, reading in place was not). 16-bit x stays staged:
- * converted in the tiles, the seed ran 6.39 against 6.04 ms. */
+ * dense rows of fp32 x whose taps all read inside x somewhere (every_tap_reads_inside). The
+ * reduction leaves out every tap reading the pads, so x read in place needs no padding select
+ * (Halide partitions those along the row out of its steady loop), and the staging pass's reads
+ * of x from L3 or DRAM overlap nothing, while the tiles' do (the first tile to reach a row waits
+ * on it, the others find it in cache). Emerald Rapids, interleaved, 1 thread: the seed dW 5.98
+ * against 6.92 ms (3.00 against 3.56 at 2 threads in 4 parts, 2.75 unsplit), e1 3.77 / 3.92
+ * (1.95 / 2.03 at 2 threads), f 9.84 / 10.33 (staged for 8 depth slices), g 36.2 / 36.3, c1
+ * 89.7 / 90.4, b and c2 level. Not where staged chunks are prefetched instead (staging-bound
+ * problems on Zen 4: prefetches_staged_x; measured so, reading in place was not). 16-bit x
+ * stays staged: converted in the tiles, the seed ran 6.39 against 6.04 ms. */
 bool x_in_place_applies(const Problem& p, const Halide::Target& target) {
-  return p.in_dtype == DType::kFloat32 && stage_x_rows(p) &&
-         (ops::keeps_no_pad_taps(p) || staging_bound(p)) && every_tap_reads_inside(p) &&
-         !prefetches_staged_x(target);
+  return p.in_dtype == DType::kFloat32 && stage_x_rows(p) && every_tap_reads_inside(p) &&
+         !(staging_bound(p) && prefetches_staged_x(target));
 }
 
 /** The pair form (DwAlgorithm::pairs) is offered for bf16 inputs whose x rows are staged, unless
@@ -197,7 +194,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
                                            : t.x_key && !(asked.count("db") && asked.at("db") > 1);
     space().require(!asked.count("x") || (t.x_key && asked.at("x") <= 2), ctx.variant,
                     "x must be 1 (read in place) or 2 (staged), for fp32 x of dense rows whose "
-                    "reduction leaves every pad tap out or whose staging dominates");
+                    "taps all read inside x");
     t.stage_x = stage_x_rows(p) && !in_place;
   }
   // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.

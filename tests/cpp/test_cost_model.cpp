@@ -438,14 +438,14 @@ TEST(CostModel, DwThreadsStageOnlyTheirGroupsX) {
 }
 
 TEST(CostModel, DwReadsFp32XInPlaceWhereStagingDominates) {
-  // dw_tiled reads fp32 x in place where staging it would dominate (few channels and strides,
-  // the seed dW's shape) and where the reduction leaves every tap reading the pads out (e1, the
-  // seed with pads of 1: no padding select in the tiles' loops); it stages x where some pad taps
-  // are kept (height 70 over pads of 1: 2 of 210 pairs, below kDwSkipShare), for 16-bit x, and
-  // on Zen 4, whose staged chunks were measured with the next chunk prefetched. A variant
-  // naming depth blocks without x stages x. In place, x is read once however many tile groups
-  // walk it: unsplit over two threads each thread's passes halve, where staged chunks are
-  // staged by both threads.
+  // dw_tiled reads fp32 x of dense rows in place (the reduction leaves out every tap reading
+  // the pads, so no padding select is left in the tiles' loops): the seed, e1, the seed with
+  // pads of 1; not 16-bit x, not where a tap never reads inside x (pads of 3 around 2 taps of
+  // dilation 4 over a depth of 3: its emptied loops' bounds would ask x for depth -3), and not
+  // the seed on Zen 4, whose staged chunks were measured with the next chunk prefetched. A
+  // variant naming depth blocks without x stages x. In place, x is read once however many
+  // tile groups walk it: unsplit over two threads each thread's passes halve, where staged
+  // chunks are staged by both threads.
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
   const Halide::Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
@@ -461,13 +461,24 @@ TEST(CostModel, DwReadsFp32XInPlaceWhereStagingDominates) {
   };
   EXPECT_TRUE(in_place(seed, avx512));
   EXPECT_TRUE(in_place(e1, avx512));
+  EXPECT_TRUE(in_place(tall, avx512));
+  EXPECT_TRUE(in_place(e1, zen4));
   EXPECT_FALSE(in_place(e1, avx512, DType::kFloat16));
   EXPECT_FALSE(in_place(e1, avx512, DType::kFloat32, "db=4"));
   EXPECT_FALSE(in_place(e1, avx512, DType::kFloat32, "x=2"));
   ASSERT_TRUE(ops::skips_outside(dw_problem(padded), 0));
   EXPECT_TRUE(in_place(padded, avx512));
-  ASSERT_TRUE(ops::keeps_pad_taps(dw_problem(tall), 1));
-  EXPECT_FALSE(in_place(tall, avx512));
+  // The public case's depth: 7 slices, 4 taps of dilation 4 over pads of 3, stride 2, one
+  // output slice: taps 0 and 3 read only pads.
+  ParaDict para;
+  para.strides = {2, 1, 1};
+  para.pads = {3, 3, 1, 1, 1, 1};
+  para.dilations = {1, 4, 1, 1, 1};  // N, D, C, H, W
+  para.groups = 1;
+  const Problem dilated = make_backprop_filter_problem(
+      {1, 7, 1, 8, 8, 16}, DType::kFloat32, {1, 1, 1, 8, 8, 16}, DType::kFloat32, {16, 4, 16, 3, 3}, para);
+  EXPECT_EQ(s->describe(dilated, {avx512, 1, ""}).find("x read in place"), std::string::npos)
+      << s->describe(dilated, {avx512, 1, ""});
   EXPECT_FALSE(in_place(seed, zen4));
   const Problem p = dw_problem(seed);
   const char* v = "nt=8,kwt=3,ch=7,parts=1";  // Ho = 7
@@ -544,10 +555,8 @@ TEST(CostModel, MicroKernelTerms) {
 // The kernels leave out the taps whose depth or height row lies in the padding; the model counts
 // only the steps they run. With K = 3, pad 1, stride 1 each border position loses one of its 3
 // taps: a dim of N positions keeps 1 - 2/(3N) of its pairs, in dX (input positions, dy outside)
-// as in dW (output positions, x's pads). dW skips depth and height only where that is at least
-// kDwSkipShare: e1's depth (2 of 24) and height (2 of 84), not the height of a volume 64 high (2
-// of 192); along the row (width) dW skips wherever a tap reads a pad, dX and the forward conv
-// nowhere.
+// as in dW (output positions, x's pads), however few (a volume 64 high: 2 of 192); along the
+// row (width) dW skips wherever a tap reads a pad, dX and the forward conv nowhere.
 TEST(CostModel, TapsInThePaddingAreNotCounted) {
   const Conv e1{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
   const double depth = 1 - 2.0 / (3 * 8), height = 1 - 2.0 / (3 * 28), width = height;
@@ -559,9 +568,9 @@ TEST(CostModel, TapsInThePaddingAreNotCounted) {
   EXPECT_FALSE(ops::skips_outside(dx_problem(e1), 2));
   const Conv tall{1, 16, 8, 64, 8, 16, {3, 3, 3}, {1, 1, 1}, 1};
   const double tall_height = 1 - 2.0 / (3 * 64);
-  ASSERT_LT(1 - tall_height, ops::kDwSkipShare);
-  EXPECT_FALSE(ops::skips_outside(dw_problem(tall), 1));
-  EXPECT_NEAR(ops::inside_tap_share(dw_problem(tall)), depth * (1 - 2.0 / (3 * 8)), 1e-12);
+  EXPECT_TRUE(ops::skips_outside(dw_problem(tall), 1));
+  EXPECT_NEAR(ops::inside_tap_share(dw_problem(tall)), depth * tall_height * (1 - 2.0 / (3 * 8)),
+              1e-12);
   // The forward conv walks its output positions as dW does, and skips in both dims.
   const Problem fwd = make_forward_problem(dw_problem(e1).geo, DType::kFloat32, DType::kFloat32);
   EXPECT_NEAR(ops::inside_tap_share(fwd), depth * height, 1e-12);

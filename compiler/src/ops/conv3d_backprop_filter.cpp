@@ -39,25 +39,15 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     const auto [inside, v] = x_padded(w, h);
     a.xs(c0, w, h, c1g, d, b, g) = select(inside, to_f32(v), 0.0f);
   }
-  // x as acc reads it: zeros only in the padded dims whose taps r keeps (the predicate below
-  // leaves the others' pad taps out). Their clamps keep likely() (clamp_inside), so Halide
-  // partitions the loops over their rows at the pads (the seed dW read in place: 9.1 against
-  // 9.5 ms without it); the depth and height of a dim r predicates are clamped without it: there
-  // a likely() on a coordinate the row loop does not walk kept Halide from partitioning the row
-  // at its pads when x is read in place (e1 dW 5.1 against 3.8 ms). Staged, a clamp is per row.
+  // x as acc reads it: no zeros, since the reduction leaves out every tap that reads the pads
+  // (skips_outside). The clamps only bound the reads for Halide; depth and height are clamped
+  // without likely(): inlined into the tiles (x read in place), a likely() on a coordinate the
+  // row loop does not walk kept Halide from partitioning the row at its pads (e1 dW 5.1 against
+  // 3.8 ms). Staged, a clamp is per row.
   {
-    Expr wi = w - pl, hi = h - pt, di = d - pf;
-    Expr kept;  // undefined: no padded dim keeps its pad taps
-    const auto clamped = [&](int dim, Expr i, int extent) {
-      if (!keeps_pad_taps(p, dim)) return dim == 2 ? clamp_inside(i, extent) : clamp(i, 0, extent - 1);
-      Expr in = i >= 0 && i < extent;
-      kept = kept.defined() ? (kept && in) : in;
-      return clamp_inside(i, extent);
-    };
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
-    Expr cd = clamped(0, di, D), ch = clamped(1, hi, H), cw = clamped(2, wi, W);
-    Expr v = to_f32(a.x(c0, cw, ch, c1, cd, b));
-    a.xr(c0, w, h, c1g, d, b, g) = kept.defined() ? select(kept, v, 0.0f) : v;
+    a.xr(c0, w, h, c1g, d, b, g) = to_f32(a.x(c0, clamp_inside(w - pl, W), clamp(h - pt, 0, H - 1),
+                                              c1, clamp(d - pf, 0, D - 1), b));
   }
   // dy with the output channel of real group g innermost (broadcast operand of the GEMM).
   {
@@ -71,7 +61,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   a.r = positions("r");
   RVar rwo = a.r[0], rho = a.r[1], rdo = a.r[2], rb = a.r[3];
   // Rows and depth slices whose tap falls into the pads multiply zeros: the predicate leaves
-  // them out (where enough do: skips_outside), and Halide narrows each tile's row and depth
+  // them out (skips_outside; xr relies on it), and Halide narrows each tile's row and depth
   // loops to the rows inside (e1 dW 8%, f dW 5% faster on a Zen 3). Along the row, where the
   // position loop runs the tile's steps with the kw taps unrolled inside, the width condition is
   // `likely`: Halide partitions the loop into its edge positions (their pad taps left out) and a

@@ -24,8 +24,8 @@ struct DwAlgorithm {
   Halide::ImageParam dy;  ///< (c0, wo, ho, co1, do, n)    6HD out_backprop
   Halide::Func xs{"xs"};        ///< (c0, wp, hp, c1g, dp, b, g) fp32, zero-padded by the pads
   /** xs as acc's reduction reads it (the same dims): equal to xs wherever a tap r keeps reads,
-   * with no zeros in the dims whose pad taps r leaves out (skips_outside: never read there), so
-   * a schedule that inlines it (x read in place) has no padding select in its loops. */
+   * with no zeros (r leaves out every tap reading the pads: skips_outside), so a schedule that
+   * inlines it (x read in place) has no padding select in its loops. */
   Halide::Func xr{"xr"};
   Halide::Func dys{"dys"};       ///< (n, wo, ho, do, b, g)       fp32, channels of real group g
   Halide::Func acc{"acc"};       ///< (c0, n, kw, kh, c1g, kd, g) sum over r
@@ -257,36 +257,24 @@ inline double inside_share(const Problem& p, int i) {
                          g.pads[2 * i]);
 }
 
-/** dW leaves out the rows (depth slices) whose tap reads x's pads only where at least this share
- * of a dim's pairs do: narrowing a tile's row loop costs each visit a little (the seed dW, 1 of
- * its 108 row pairs in the pads, ran 4% slower with it). Down from 1/32 on Emerald Rapids: c2
- * dW (2 of 96 pairs in both dims) 42.4 against 44.2 ms at 1 thread, 21.7 / 22.6 at 2; e1's
- * height (2 of 84) 3.97 / 4.04 and 2.06 / 2.09. */
-constexpr double kDwSkipShare = 1.0 / 64;
-
 /** Whether op's reduction leaves out dim `dim`'s (position, tap) pairs whose operand is outside,
- * given the share `inside` of them that is not. Depth and height (0, 1): dX and the forward conv
- * wherever one is, dW from kDwSkipShare on. Width (2, along the row): dW wherever one is, as
- * likely conditions that Halide partitions out of the row loop (the edge positions run their
- * inside taps, the steady loop none of the checks: no cost per visit, so no threshold; Emerald
- * Rapids, 1 thread: f dW 10.49 against 10.81 ms, c2 44.6 / 45.0, e1 level to 1% faster, the seed
- * and g level); dX and the forward conv compute every tap along the row. */
+ * given the share `inside` of them that is not. Depth and height (0, 1): wherever one is (dW's
+ * tiles narrow their row and depth loops to the rows inside). Width (2, along the row): dW
+ * wherever one is, as likely conditions that Halide partitions out of the row loop (the edge
+ * positions run their inside taps, the steady loop none of the checks; Emerald Rapids, 1
+ * thread: f dW 10.49 against 10.81 ms, c2 44.6 / 45.0, e1 level to 1% faster, the seed and g
+ * level); dX and the forward conv compute every tap along the row. dW reads x through
+ * DwAlgorithm::xr, which holds no zeros in the pads: it relies on every tap reading them being
+ * left out. dW skipped depth and height only from 1/64 of a dim's pairs until its tiles read x
+ * in place there too (the seed, 1 of 108 row pairs, ran 4% slower skipped on a Zen 3, staged);
+ * on Emerald Rapids skipping the 1-1.2% of b, c1 and g and the seed's, x read in place, ran
+ * 1.4-3.5% faster (b 254 against 258 ms, c1 89.7 / 92.6, g 36.2 / 37.5, the seed 5.91 / 6.02;
+ * f16, x staged: level to 1% faster). */
 inline bool skips_outside(OpKind op, int dim, double inside) {
-  if (dim == 2) return op == OpKind::kBackpropFilter && inside < 1;
-  return op == OpKind::kBackpropFilter ? 1 - inside >= kDwSkipShare : inside < 1;
+  return inside < 1 && (dim < 2 || op == OpKind::kBackpropFilter);
 }
 /** skips_outside for p's dim i (depth 0, height 1, width 2): whether its algorithm predicates it. */
 inline bool skips_outside(const Problem& p, int i) { return skips_outside(p.op, i, inside_share(p, i)); }
-
-/** Whether dW's reduction r keeps taps of p's dim i that read x's pads: some do and r does not
- * leave them out (skips_outside). DwAlgorithm::xr reads zeros there. */
-inline bool keeps_pad_taps(const Problem& p, int i) {
-  return inside_share(p, i) < 1 && !skips_outside(p, i);
-}
-/** Whether dW's reduction keeps no tap reading x's pads in any dim: xr is x itself. */
-inline bool keeps_no_pad_taps(const Problem& p) {
-  return !keeps_pad_taps(p, 0) && !keeps_pad_taps(p, 1) && !keeps_pad_taps(p, 2);
-}
 
 /** The share of the multiply-adds the forms that leave out padding execute (the dims
  * skips_outside names). */
