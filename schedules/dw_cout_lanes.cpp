@@ -134,9 +134,9 @@ class DwCoutLanes final : public DwSchedule {
         spread_tiles(s, {no, kwo, a.kh, a.kd, a.g}, t.tiles, ctx.threads, red, t.parts, {ni, c0, kwi}, {a.c1g});
     s.vectorize(ni, 16).unroll(ni).unroll(c0).unroll(kwi);
 
-    // x at its valid lanes is a fraction of x's bytes: staged (padded, fp32) once, or per batch
-    // when large. dy rows with n innermost are staged per chunk, in cache right before the
-    // thread's tiles consume them.
+    // x at its valid lanes is a fraction of x's bytes: staged (fp32, in the padded frame) once,
+    // or per batch when large. dy rows with n innermost are staged per chunk, in cache right
+    // before the thread's tiles consume them.
     if (t.stage_x && t.xs_root) a.xr.compute_root().vectorize(c0).parallel(a.d);
     else if (t.stage_x) a.xr.compute_at(red.body, red.outer).vectorize(c0);
     a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);

@@ -23,6 +23,7 @@ struct DwAlgorithm {
   Halide::ImageParam x;   ///< (c0, w, h, c1, d, n)        6HD fmap
   Halide::ImageParam dy;  ///< (c0, wo, ho, co1, do, n)    6HD out_backprop
   Halide::Func xs{"xs"};        ///< (c0, wp, hp, c1g, dp, b, g) fp32, zero-padded by the pads
+                                ///< (the diagonal form reads every tap of it)
   /** xs as acc's reduction reads it (the same dims): equal to xs wherever a tap r keeps reads,
    * with no zeros (r leaves out every tap reading the pads: skips_outside), so a schedule that
    * inlines it (x read in place) has no padding select in its loops. */
