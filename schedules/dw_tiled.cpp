@@ -53,39 +53,23 @@ bool prefetches_staged_x(const Halide::Target& target) {
   return target.has_feature(Halide::Target::AVX512_Zen4);
 }
 
-/** Whether every tap of every dim reads x inside its volume at some output position. Where one
- * never does, the reduction's predicate empties that tap's loops, and Halide's bounds of the
- * emptied loops asked x read in place for rows outside its extent (a public case, 4 depth taps
- * of dilation 4 over pads of 3: x asked at depth -3, refused by the input's bounds check);
- * staged, the copy's clamps bound every read. */
-bool every_tap_reads_inside(const Problem& p) {
-  const ConvGeometry& g = p.geo;
-  for (int i = 0; i < 3; ++i)
-    for (int64_t k = 0; k < g.kernel[i]; ++k) {
-      bool inside = false;
-      for (int64_t o = 0; o < g.out[i] && !inside; ++o) {
-        const int64_t at = o * g.stride[i] + k * g.dilation[i] - g.pads[2 * i];
-        inside = at >= 0 && at < g.in[i];
-      }
-      if (!inside) return false;
-    }
-  return true;
-}
-
 /** Whether the tiles may read fp32 x in place (DwAlgorithm::xr inlined) instead of staging its
  * padded rows per chunk (DwTiles::stage_x; key "x": 1 in place, 2 staged), and do by default:
- * dense rows of fp32 x whose taps all read inside x somewhere (every_tap_reads_inside). The
- * reduction leaves out every tap reading the pads, so x read in place needs no padding select
- * (Halide partitions those along the row out of its steady loop), and the staging pass's reads
- * of x from L3 or DRAM overlap nothing, while the tiles' do (the first tile to reach a row waits
- * on it, the others find it in cache). Emerald Rapids, interleaved, 1 thread: the seed dW 5.98
- * against 6.92 ms (3.00 against 3.56 at 2 threads in 4 parts, 2.75 unsplit), e1 3.77 / 3.92
- * (1.95 / 2.03 at 2 threads), f 9.84 / 10.33 (staged for 8 depth slices), g 36.2 / 36.3, c1
- * 89.7 / 90.4, b and c2 level. Not where staged chunks are prefetched instead (staging-bound
- * problems on Zen 4: prefetches_staged_x; measured so, reading in place was not). 16-bit x
- * stays staged: converted in the tiles, the seed ran 6.39 against 6.04 ms. */
+ * dense rows of fp32 x where the reduction leaves out every tap reading the pads
+ * (keeps_no_pad_taps; so x read in place needs no padding select, and Halide partitions those
+ * along the row out of its steady loop) or where staging dominates (staging_bound). The
+ * staging pass's reads of x from L3 or DRAM overlap nothing, while the tiles' do (the first
+ * tile to reach a row waits on it, the others find it in cache). Emerald Rapids, interleaved, 1
+ * thread: the seed dW 5.98 against 6.92 ms (3.00 against 3.56 at 2 threads in 4 parts, 2.75
+ * unsplit), e1 3.77 / 3.92 (1.95 / 2.03 at 2 threads), f 9.84 / 10.33 (staged for 8 depth
+ * slices), g 36.2 / 36.3, c1 89.7 / 90.4, b and c2 level; with a padding select left in the
+ * loop (pad taps kept), 1.09-1.7x slower. Not where staged chunks are prefetched instead
+ * (staging-bound problems on Zen 4: prefetches_staged_x; measured so, reading in place was
+ * not). 16-bit x stays staged: converted in the tiles, the seed ran 6.24 against 6.02 ms, e1
+ * 4.80 against 3.91. */
 bool x_in_place_applies(const Problem& p, const Halide::Target& target) {
-  return p.in_dtype == DType::kFloat32 && stage_x_rows(p) && every_tap_reads_inside(p) &&
+  return p.in_dtype == DType::kFloat32 && stage_x_rows(p) &&
+         (ops::keeps_no_pad_taps(p) || staging_bound(p)) &&
          !(staging_bound(p) && prefetches_staged_x(target));
 }
 
@@ -194,7 +178,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
                                            : t.x_key && !(asked.count("db") && asked.at("db") > 1);
     space().require(!asked.count("x") || (t.x_key && asked.at("x") <= 2), ctx.variant,
                     "x must be 1 (read in place) or 2 (staged), for fp32 x of dense rows whose "
-                    "taps all read inside x");
+                    "reduction leaves every pad tap out or whose staging dominates");
     t.stage_x = stage_x_rows(p) && !in_place;
   }
   // The own choice may round nt or kwt up past cout_g or Kw; a variant's tile divides them.

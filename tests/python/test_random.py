@@ -204,6 +204,26 @@ def test_random_dw_x_read_in_place_and_staged():
     assert ran >= 5, ran
 
 
+def test_dw_tap_reading_only_pads():
+    """A depth tap that reads nothing but pads (5 slices, 3 taps of dilation 3 over a back pad
+    of 2, one output slice: tap 2 reads slice 6) with sparse rows along w (stride 4 over 2
+    taps): left out, the tap's loops were empty and Halide's bounds of them asked x read in
+    place for slice 6 (an internal error); the reduction now keeps that dim's pad taps. Every
+    dW schedule the model ranks, against the float64 oracle."""
+    geo = O.Geometry(1, 16, 16, (5, 2, 2), (3, 1, 2), strides=(1, 1, 4), pads=(0, 2, 2, 2, 0, 4),
+                     dilations=(3, 2, 1), groups=1, name="pads_only_tap")
+    rng = np.random.default_rng(SEED + 601)
+    x = O.random_data(rng, geo.x_shape, "float32")
+    dy = O.random_data(rng, geo.dy_shape, "float32")
+    ref = O.ref_dw(x, dy, geo)
+    names = [n for n in dict.fromkeys(r["schedule"] for r in O.ranked_schedules(geo, "dW"))
+             if n != "reference"]
+    assert "dw_tiled" in names, names
+    for name in names:
+        O.check_dw(O.run_dw(geo, x, dy, "float32", schedule=name), ref, geo,
+                   what="pads_only_tap dW f32 " + name)
+
+
 def test_flops_budget():
     total = sum(c["geo"].flops() for c in CASES)
     assert total <= 25 * MAX_FLOPS

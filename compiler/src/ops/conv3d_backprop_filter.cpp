@@ -39,15 +39,24 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     const auto [inside, v] = x_padded(w, h);
     a.xs(c0, w, h, c1g, d, b, g) = select(inside, to_f32(v), 0.0f);
   }
-  // x as acc reads it: no zeros, since the reduction leaves out every tap that reads the pads
-  // (skips_outside). The clamps only bound the reads for Halide; depth and height are clamped
-  // without likely(): inlined into the tiles (x read in place), a likely() on a coordinate the
-  // row loop does not walk kept Halide from partitioning the row at its pads (e1 dW 5.1 against
-  // 3.8 ms). Staged, a clamp is per row.
+  // x as acc reads it: zeros only in the dims whose pad taps the reduction keeps
+  // (keeps_pad_taps), whose clamps keep likely() (clamp_inside) so Halide partitions those
+  // rows' loops at the pads. The clamps of the dims it leaves out only bound the reads for
+  // Halide; depth and height are clamped there without likely(): inlined into the tiles (x
+  // read in place), a likely() on a coordinate the row loop does not walk kept Halide from
+  // partitioning the row at its pads (e1 dW 5.1 against 3.8 ms). Staged, a clamp is per row.
   {
+    Expr kept;  // undefined: every padded dim's pad taps are left out
+    const auto clamped = [&](int dim, Expr i, int extent) {
+      if (!keeps_pad_taps(p, dim)) return dim == 2 ? clamp_inside(i, extent) : clamp(i, 0, extent - 1);
+      Expr in = i >= 0 && i < extent;
+      kept = kept.defined() ? (kept && in) : in;
+      return clamp_inside(i, extent);
+    };
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
-    a.xr(c0, w, h, c1g, d, b, g) = to_f32(a.x(c0, clamp_inside(w - pl, W), clamp(h - pt, 0, H - 1),
-                                              c1, clamp(d - pf, 0, D - 1), b));
+    Expr cd = clamped(0, d - pf, D), ch = clamped(1, h - pt, H), cw = clamped(2, w - pl, W);
+    Expr v = to_f32(a.x(c0, cw, ch, c1, cd, b));
+    a.xr(c0, w, h, c1g, d, b, g) = kept.defined() ? select(kept, v, 0.0f) : v;
   }
   // dy with the output channel of real group g innermost (broadcast operand of the GEMM).
   {

@@ -25,8 +25,8 @@ struct DwAlgorithm {
   Halide::Func xs{"xs"};        ///< (c0, wp, hp, c1g, dp, b, g) fp32, zero-padded by the pads
                                 ///< (the diagonal form reads every tap of it)
   /** xs as acc's reduction reads it (the same dims): equal to xs wherever a tap r keeps reads,
-   * with no zeros (r leaves out every tap reading the pads: skips_outside), so a schedule that
-   * inlines it (x read in place) has no padding select in its loops. */
+   * with zeros only in the dims whose pad taps r keeps (keeps_pad_taps: rarely), so a schedule
+   * that inlines it (x read in place) has no padding select in its loops. */
   Halide::Func xr{"xr"};
   Halide::Func dys{"dys"};       ///< (n, wo, ho, do, b, g)       fp32, channels of real group g
   Halide::Func acc{"acc"};       ///< (c0, n, kw, kh, c1g, kd, g) sum over r
@@ -264,27 +264,56 @@ inline double inside_share(const Problem& p, int i) {
  * wherever one is, as likely conditions that Halide partitions out of the row loop (the edge
  * positions run their inside taps, the steady loop none of the checks; Emerald Rapids, 1
  * thread: f dW 10.49 against 10.81 ms, c2 44.6 / 45.0, e1 level to 1% faster, the seed and g
- * level); dX and the forward conv compute every tap along the row. dW reads x through
- * DwAlgorithm::xr, which holds no zeros in the pads: it relies on every tap reading them being
- * left out. dW skipped depth and height only from 1/64 of a dim's pairs until its tiles read x
- * in place there too (the seed, 1 of 108 row pairs, ran 4% slower skipped on a Zen 3, staged);
+ * level); dX and the forward conv compute every tap along the row (dW: see the Problem form
+ * below for the one exception). dW skipped depth and height only from 1/64 of a dim's pairs
+ * until its tiles read x in place there too (the seed, 1 of 108 row pairs, ran 4% slower skipped on a Zen 3, staged);
  * on Emerald Rapids skipping the 1-1.2% of b, c1 and g and the seed's, x read in place, ran
  * 1.4-3.5% faster (b 254 against 258 ms, c1 89.7 / 92.6, g 36.2 / 37.5, the seed 5.91 / 6.02;
  * f16, x staged: level to 1% faster). */
 inline bool skips_outside(OpKind op, int dim, double inside) {
   return inside < 1 && (dim < 2 || op == OpKind::kBackpropFilter);
 }
-/** skips_outside for p's dim i (depth 0, height 1, width 2): whether its algorithm predicates it. */
-inline bool skips_outside(const Problem& p, int i) { return skips_outside(p.op, i, inside_share(p, i)); }
+/** Whether every tap of p's dim i (dW) reads x inside its volume at some output position. */
+inline bool every_tap_reads_inside(const Problem& p, int i) {
+  const ConvGeometry& g = p.geo;
+  for (int64_t k = 0; k < g.kernel[i]; ++k) {
+    bool inside = false;
+    for (int64_t o = 0; o < g.out[i] && !inside; ++o) {
+      const int64_t at = o * g.stride[i] + k * g.dilation[i] - g.pads[2 * i];
+      inside = at >= 0 && at < g.in[i];
+    }
+    if (!inside) return false;
+  }
+  return true;
+}
+
+/** skips_outside for p's dim i (depth 0, height 1, width 2): whether its algorithm predicates it.
+ * dW keeps a dim's pad taps where one of its taps reads nothing but pads: leaving them out would
+ * empty that tap's loops, and Halide's bounds of emptied loops asked x read in place for rows
+ * outside it (depth -3 on a public case, 4 taps of dilation 4 over pads of 3; depth 6 of 5 on a
+ * random one), which the input's bounds check refused. xr reads zeros in such a dim. */
+inline bool skips_outside(const Problem& p, int i) {
+  return skips_outside(p.op, i, inside_share(p, i)) &&
+         (p.op != OpKind::kBackpropFilter || every_tap_reads_inside(p, i));
+}
+
+/** Whether dW's reduction keeps taps of p's dim i that read x's pads (some do, and skips_outside
+ * does not leave them out): DwAlgorithm::xr reads zeros there. */
+inline bool keeps_pad_taps(const Problem& p, int i) {
+  return inside_share(p, i) < 1 && !skips_outside(p, i);
+}
+/** Whether dW's reduction keeps no tap reading x's pads in any dim: xr is x itself, with no
+ * padding select. */
+inline bool keeps_no_pad_taps(const Problem& p) {
+  return !keeps_pad_taps(p, 0) && !keeps_pad_taps(p, 1) && !keeps_pad_taps(p, 2);
+}
 
 /** The share of the multiply-adds the forms that leave out padding execute (the dims
  * skips_outside names). */
 inline double inside_tap_share(const Problem& p) {
   double share = 1.0;
-  for (int i = 0; i < 3; ++i) {
-    const double inside = inside_share(p, i);
-    if (skips_outside(p.op, i, inside)) share *= inside;
-  }
+  for (int i = 0; i < 3; ++i)
+    if (skips_outside(p, i)) share *= inside_share(p, i);
   return share;
 }
 
