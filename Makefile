@@ -4,7 +4,7 @@ BUILD   := build/cp311
 JOBS    ?= $(shell nproc)
 CMAKE   := $(shell test -x .venv/bin/cmake && echo .venv/bin/cmake || echo cmake)
 
-.PHONY: setup build run test test-cpp test-py test-wheel test-asan test-large fuzz-long check-layers bench clean
+.PHONY: setup build run test test-cpp test-py test-wheel test-asan test-large fuzz-long fuzz-geometries check-layers bench clean
 
 setup:
 	@./scripts/setup.sh
@@ -41,6 +41,10 @@ test-asan: setup
 # A dW whose x has more than 2^31 elements (about 1 GB of memory touched; a minute).
 test-large: build
 	$(PY) tests/large/large_dw.py
+
+# Random valid geometries through every ranked schedule against the float64 oracle (docs/fuzzing.md).
+fuzz-geometries: build
+	$(PY) tests/fuzz/fuzz_geometries.py --cases 400 --seed 1
 
 # The fuzzer's long run: a million calls (mostly malformed), its summary in build/fuzz-long.json.
 fuzz-long: build

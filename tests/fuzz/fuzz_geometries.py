@@ -1,0 +1,90 @@
+"""Geometry fuzzer: random small convolutions (pads up to the dilated kernel + 2, strides up to 4,
+dilations up to 3, the channel and group mixes of tests/python/test_random.py), fp32, each op
+computed by every schedule the cost model ranks (its own tiles) and, for dW, by dw_tiled's tile
+variants with x read in place and staged, against the float64 oracle.
+
+A mismatch or an error is a finding; the run prints each with its geometry and exits non-zero.
+It found the dW tap that reads nothing but pads (tests/python/test_random.py::
+test_dw_tap_reading_only_pads).
+
+    python tests/fuzz/fuzz_geometries.py --cases 400 --seed 1    # about 5 minutes on 2 cores
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import oracle as O  # noqa: E402
+import test_random as T  # noqa: E402
+
+
+def geometry(rng, i):
+    cin, cout, groups = T.CHANNELS[i % len(T.CHANNELS)]
+    dims = [T._dim(rng) for _ in range(3)]
+    return O.Geometry(int(rng.integers(1, 3)), cin, cout, tuple(v[0] for v in dims),
+                      tuple(v[1] for v in dims), strides=tuple(v[2] for v in dims),
+                      pads=tuple(p for v in dims for p in v[4:6]),
+                      dilations=tuple(v[3] for v in dims), groups=groups, name=f"g{i}")
+
+
+def runs(geo):
+    """(op, schedule, variant) of every computation the fuzzer checks for `geo`."""
+    from tbex import dsl
+    out = []
+    for op in ("dW", "dX"):
+        for name in dict.fromkeys(r["schedule"] for r in O.ranked_schedules(geo, op)):
+            if name != "reference":
+                out.append((op, name, ""))
+    res = O.dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), "float32", {})[2]
+    keys = [k for k in dsl.auto_schedule(res).candidates("dw_tiled") if ",x=" in k]
+    out += [("dW", "dw_tiled", k) for k in keys[:3]]
+    return out
+
+
+def check(geo, op, schedule, variant, rng):
+    what = f"{geo.name} {op} {schedule} [{variant}]"
+    if op == "dW":
+        x = O.random_data(rng, geo.x_shape, "float32")
+        dy = O.random_data(rng, geo.dy_shape, "float32")
+        raw = O.run_dw(geo, x, dy, "float32", schedule=schedule, variant=variant)
+        O.check_dw(raw, O.ref_dw(x, dy, geo), geo, what=what)
+    else:
+        w = O.random_data(rng, geo.w_shape, "float32")
+        dy = O.random_data(rng, geo.dy_shape, "float32")
+        raw = O.run_dx(geo, w, dy, "float32", res_dtype="float32", schedule=schedule)
+        O.check_dx(raw, O.ref_dx(w, dy, geo), geo, "float32", what=what)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=100, help="geometries drawn")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--max-flops", type=float, default=3e6, help="larger draws are skipped")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    checked = computations = 0
+    findings = []
+    for i in range(args.cases):
+        geo = geometry(rng, i)
+        if min(geo.out_dhw) < 1 or geo.flops() > args.max_flops:
+            continue
+        checked += 1
+        for op, schedule, variant in runs(geo):
+            computations += 1
+            try:
+                check(geo, op, schedule, variant, rng)
+            except Exception as e:  # a finding: report it with its geometry, go on
+                findings.append(f"{geo.name} {op} {schedule} [{variant}] in={geo.dhw} "
+                                f"k={geo.kernel} s={geo.strides} pads={geo.pads} "
+                                f"dil={geo.dilations} groups={geo.groups}: {str(e)[:300]}")
+                print("FINDING", findings[-1], flush=True)
+    print(f"{checked} geometries, {computations} computations, {len(findings)} findings")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
