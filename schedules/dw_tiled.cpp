@@ -28,7 +28,6 @@ struct DwTiles {
   int ch = 1;   ///< output rows (ho) per reduction chunk
   int parts = 1;  ///< reduction split into this many partial sums (dw_parts; not the threads)
   bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows; else x_in_place_applies)
-  bool x_key = false;  ///< x_in_place_applies: the key names the choice (x=1 in place, x=2 staged)
   bool prefetch_x = false;  ///< prefetch the next chunk's x rows while this chunk computes
   int pair = 1;  ///< 2: bf16 inputs as dot products of row pairs (the pair form; ch counts pairs)
   int db = 1;  ///< output depth slices per reduction chunk: x staged once for all their kd taps
@@ -68,9 +67,9 @@ bool prefetches_staged_x(const Halide::Target& target) {
  * not). 16-bit x stays staged: converted in the tiles, the seed ran 6.24 against 6.02 ms, e1
  * 4.80 against 3.91. */
 bool x_in_place_applies(const Problem& p, const Halide::Target& target) {
+  const bool bound = staging_bound(p);
   return p.in_dtype == DType::kFloat32 && stage_x_rows(p) &&
-         (ops::keeps_no_pad_taps(p) || staging_bound(p)) &&
-         !(staging_bound(p) && prefetches_staged_x(target));
+         (ops::keeps_no_pad_taps(p) || bound) && !(bound && prefetches_staged_x(target));
 }
 
 /** The pair form (DwAlgorithm::pairs) is offered for bf16 inputs whose x rows are staged, unless
@@ -143,14 +142,12 @@ int points_chunk(const Problem& p, const DwTiles& t) {
 DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   DwTiles t;
-  {
-    const VariantFields asked = space().parse(ctx.variant);
-    t.pair = asked.count("pair") ? asked.at("pair")
-                                 : pairs_apply(p) && bf16_dots_pay(ctx.target) ? 2 : 1;
-    space().require(t.pair == 1 || (t.pair == 2 && pairs_apply(p)), ctx.variant,
-                    "pair must be 1, or 2 for bf16 inputs whose x rows are staged and whose "
-                    "staging does not dominate");
-  }
+  const VariantFields asked = space().parse(ctx.variant);
+  t.pair = asked.count("pair") ? asked.at("pair")
+                               : pairs_apply(p) && bf16_dots_pay(ctx.target) ? 2 : 1;
+  space().require(t.pair == 1 || (t.pair == 2 && pairs_apply(p)), ctx.variant,
+                  "pair must be 1, or 2 for bf16 inputs whose x rows are staged and whose "
+                  "staging does not dominate");
   const int64_t rows = rows_of(p, t.pair);
   const Machine m = Machine::of(ctx.target);
   if (ctx.target.has_feature(Target::AVX512)) {
@@ -170,13 +167,12 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   }
   t.ch = l1_chunk(p, t, m);
   const VariantFields f = space().resolve(ctx.variant, {{"nt", &t.nt}, {"kwt", &t.kwt}, {"ch", &t.ch}});
-  t.x_key = x_in_place_applies(p, ctx.target);
   {
-    const VariantFields asked = space().parse(ctx.variant);
+    const bool may = x_in_place_applies(p, ctx.target);
     // A variant asking for depth blocks (which stage x) without naming x stages x.
     const bool in_place = asked.count("x") ? asked.at("x") == 1
-                                           : t.x_key && !(asked.count("db") && asked.at("db") > 1);
-    space().require(!asked.count("x") || (t.x_key && asked.at("x") <= 2), ctx.variant,
+                                           : may && !(asked.count("db") && asked.at("db") > 1);
+    space().require(!asked.count("x") || (may && asked.at("x") <= 2), ctx.variant,
                     "x must be 1 (read in place) or 2 (staged), for fp32 x of dense rows whose "
                     "reduction leaves every pad tap out or whose staging dominates");
     t.stage_x = stage_x_rows(p) && !in_place;
@@ -216,11 +212,11 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   return t;
 }
 
-std::string key_of(const Problem& p, const DwTiles& t) {
+std::string key_of(const Problem& p, const Halide::Target& target, const DwTiles& t) {
   VariantFields f{{"nt", t.nt}, {"kwt", t.kwt}, {"ch", t.ch}, {"parts", t.parts}};
   if (pairs_apply(p)) f["pair"] = t.pair;
   if (depth_blocks_apply(p, t)) f["db"] = t.db;
-  if (t.x_key) f["x"] = t.stage_x ? 2 : 1;
+  if (x_in_place_applies(p, target)) f["x"] = t.stage_x ? 2 : 1;
   return space().key(f);
 }
 
@@ -280,14 +276,14 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   }
   // Right after the own tile: the other choice of reading x in place (staged: its own depth
   // block).
-  if (d.x_key) {
+  if (x_in_place_applies(p, ctx.target)) {
     DwTiles t = d;
     t.stage_x = !d.stage_x;
     t.db = own_depth_block(p, t, m);
     list.insert(list.begin() + 1, t);
   }
   std::vector<std::string> keys;
-  for (const DwTiles& t : list) keys.push_back(key_of(p, t));
+  for (const DwTiles& t : list) keys.push_back(key_of(p, ctx.target, t));
   return TileSpace::candidates(keys, 10);
 }
 
@@ -348,7 +344,8 @@ class DwTiled final : public DwSchedule {
   std::string describe(const Problem& p, const Context& ctx) const override {
     const DwTiles t = choose_tiles(p, ctx);
     std::ostringstream s;
-    s << "[" << key_of(p, t) << "] register tile 16c0 x " << t.nt << "n x " << t.kwt << "kw, "
+    s << "[" << key_of(p, ctx.target, t) << "] register tile 16c0 x " << t.nt << "n x " << t.kwt
+      << "kw, "
       << (t.pair == 2 ? "bf16 pair dot products over row pairs, " : "") << t.tiles
       << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch
       << (t.pair == 2 ? " row pairs" : " rows") << " x " << p.geo.out[2] << " cols, "

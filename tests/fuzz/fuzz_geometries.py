@@ -24,23 +24,17 @@ import test_random as T  # noqa: E402
 
 def geometry(rng, i):
     cin, cout, groups = T.CHANNELS[i % len(T.CHANNELS)]
-    dims = [T._dim(rng) for _ in range(3)]
-    return O.Geometry(int(rng.integers(1, 3)), cin, cout, tuple(v[0] for v in dims),
-                      tuple(v[1] for v in dims), strides=tuple(v[2] for v in dims),
-                      pads=tuple(p for v in dims for p in v[4:6]),
-                      dilations=tuple(v[3] for v in dims), groups=groups, name=f"g{i}")
+    return T.draw_geometry(rng, cin, cout, groups, f"g{i}")
 
 
 def runs(geo):
     """(op, schedule, variant) of every computation the fuzzer checks for `geo`."""
-    from tbex import dsl
     out = []
     for op in ("dW", "dX"):
         for name in dict.fromkeys(r["schedule"] for r in O.ranked_schedules(geo, op)):
             if name != "reference":
                 out.append((op, name, ""))
-    res = O.dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), "float32", {})[2]
-    keys = [k for k in dsl.auto_schedule(res).candidates("dw_tiled") if ",x=" in k]
+    keys = [k for k in O.dw_candidates(geo, "dw_tiled") if ",x=" in k]
     out += [("dW", "dw_tiled", k) for k in keys[:3]]
     return out
 

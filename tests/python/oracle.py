@@ -442,13 +442,24 @@ def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None, variant=""):
     return kernel(x6, dy6)
 
 
+def dw_result(geo, para_extra=None):
+    """The DSL result of tbex's fp32 dW for `geo` (shapes only: nothing runs)."""
+    return dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), "float32", para_extra)[2]
+
+
+def dw_candidates(geo, schedule, para_extra=None):
+    """The tile variants of dW `schedule` the tuner would time for `geo` (fp32; "" first)."""
+    from tbex import dsl
+    return dsl.auto_schedule(dw_result(geo, para_extra)).candidates(schedule)
+
+
 def ranked_schedules(geo, op, para_extra=None):
     """The cost model's ranking (Schedule.rank()) of tbex's fp32 dW or dX for `geo`: every
     schedule and tile variant "auto" may pick, best first."""
     from tbex import dsl, tvm
     zeros = lambda shape: np.zeros(shape)  # noqa: E731 (shapes only)
     if op == "dW":
-        res = dw_tensors(geo, zeros(geo.x_shape), zeros(geo.dy_shape), "float32", para_extra)[2]
+        res = dw_result(geo, para_extra)
     else:
         fz = to_fz3d(to_dtype(zeros(geo.w_shape), "float32"), geo.groups)
         dy6 = to_6hd(to_dtype(zeros(geo.dy_shape), "float32"))

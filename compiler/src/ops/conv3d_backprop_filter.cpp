@@ -1,5 +1,6 @@
 /** dW = conv3d_backprop_filter (docs/data_flow.md; layouts in docs/layouts.md). */
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "ops/define.h"
@@ -26,37 +27,34 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   auto [c0, n, kw, kh, c1g, kd, g, w, h, d, b] =
       std::tie(a.c0, a.n, a.kw, a.kh, a.c1g, a.kd, a.g, a.w, a.h, a.d, a.b);
 
-  // x in the padded frame: coordinates shifted by the front/top/left pads, 0 outside the volume
-  // (as stored: the value and whether it is inside).
-  auto x_padded = [&](Expr w, Expr h, Expr lane = Expr()) {
-    Expr wi = w - pl, hi = h - pt, di = d - pf;
-    Expr inside = wi >= 0 && wi < W && hi >= 0 && hi < H && di >= 0 && di < D;
+  // x in the padded frame: coordinates shifted by the front/top/left pads (as stored: the value
+  // and whether it is inside the dims `zeros` names; undefined where it names none). Those
+  // dims' clamps keep likely() (clamp_inside), so Halide partitions the loops over their rows at
+  // the pads. The other dims' clamps only bound the reads for Halide, and depth and height are
+  // clamped there without likely(): with x read in place, a likely() on a coordinate the row
+  // loop does not walk kept Halide from partitioning the row at its pads (e1 dW 5.1 against 3.8
+  // ms).
+  auto x_padded = [&](Expr w, Expr h, Expr lane = Expr(),
+                      const std::function<bool(int)>& zeros = [](int) { return true; }) {
+    Expr inside;
+    const auto coord = [&](int dim, Expr i, int extent) {
+      if (!zeros(dim)) return dim == 2 ? clamp_inside(i, extent) : clamp(i, 0, extent - 1);
+      Expr in = i >= 0 && i < extent;
+      inside = inside.defined() ? (inside && in) : in;
+      return clamp_inside(i, extent);
+    };
+    Expr cw = coord(2, w - pl, W), ch = coord(1, h - pt, H), cd = coord(0, d - pf, D);
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
-    return std::make_pair(inside, a.x(lane.defined() ? lane : Expr(c0), clamp_inside(wi, W),
-                                      clamp_inside(hi, H), c1, clamp_inside(di, D), b));
+    return std::make_pair(inside, a.x(lane.defined() ? lane : Expr(c0), cw, ch, c1, cd, b));
   };
   {
     const auto [inside, v] = x_padded(w, h);
     a.xs(c0, w, h, c1g, d, b, g) = select(inside, to_f32(v), 0.0f);
   }
-  // x as acc reads it: zeros only in the dims whose pad taps the reduction keeps
-  // (keeps_pad_taps), whose clamps keep likely() (clamp_inside) so Halide partitions those
-  // rows' loops at the pads. The clamps of the dims it leaves out only bound the reads for
-  // Halide; depth and height are clamped there without likely(): inlined into the tiles (x
-  // read in place), a likely() on a coordinate the row loop does not walk kept Halide from
-  // partitioning the row at its pads (e1 dW 5.1 against 3.8 ms). Staged, a clamp is per row.
+  // x as acc reads it: zeros only in the dims whose pad taps the reduction keeps.
   {
-    Expr kept;  // undefined: every padded dim's pad taps are left out
-    const auto clamped = [&](int dim, Expr i, int extent) {
-      if (!keeps_pad_taps(p, dim)) return dim == 2 ? clamp_inside(i, extent) : clamp(i, 0, extent - 1);
-      Expr in = i >= 0 && i < extent;
-      kept = kept.defined() ? (kept && in) : in;
-      return clamp_inside(i, extent);
-    };
-    Expr c1 = min(g * cin1_g + c1g, C1 - 1);
-    Expr cd = clamped(0, d - pf, D), ch = clamped(1, h - pt, H), cw = clamped(2, w - pl, W);
-    Expr v = to_f32(a.x(c0, cw, ch, c1, cd, b));
-    a.xr(c0, w, h, c1g, d, b, g) = kept.defined() ? select(kept, v, 0.0f) : v;
+    const auto [inside, v] = x_padded(w, h, Expr(), [&](int dim) { return keeps_pad_taps(p, dim); });
+    a.xr(c0, w, h, c1g, d, b, g) = inside.defined() ? select(inside, to_f32(v), 0.0f) : to_f32(v);
   }
   // dy with the output channel of real group g innermost (broadcast operand of the GEMM).
   {

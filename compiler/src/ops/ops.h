@@ -258,43 +258,36 @@ inline double inside_share(const Problem& p, int i) {
                          g.pads[2 * i]);
 }
 
-/** Whether op's reduction leaves out dim `dim`'s (position, tap) pairs whose operand is outside,
- * given the share `inside` of them that is not. Depth and height (0, 1): wherever one is (dW's
- * tiles narrow their row and depth loops to the rows inside). Width (2, along the row): dW
- * wherever one is, as likely conditions that Halide partitions out of the row loop (the edge
- * positions run their inside taps, the steady loop none of the checks; Emerald Rapids, 1
- * thread: f dW 10.49 against 10.81 ms, c2 44.6 / 45.0, e1 level to 1% faster, the seed and g
- * level); dX and the forward conv compute every tap along the row (dW: see the Problem form
- * below for the one exception). dW skipped depth and height only from 1/64 of a dim's pairs
- * until its tiles read x in place there too (the seed, 1 of 108 row pairs, ran 4% slower skipped on a Zen 3, staged);
- * on Emerald Rapids skipping the 1-1.2% of b, c1 and g and the seed's, x read in place, ran
- * 1.4-3.5% faster (b 254 against 258 ms, c1 89.7 / 92.6, g 36.2 / 37.5, the seed 5.91 / 6.02;
- * f16, x staged: level to 1% faster). */
-inline bool skips_outside(OpKind op, int dim, double inside) {
-  return inside < 1 && (dim < 2 || op == OpKind::kBackpropFilter);
-}
-/** Whether every tap of p's dim i (dW) reads x inside its volume at some output position. */
+/** Whether every tap of p's dim i (dW) reads x inside its volume at some output position: tap k
+ * alone is one tap over pads shifted by k*dilation. */
 inline bool every_tap_reads_inside(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
-  for (int64_t k = 0; k < g.kernel[i]; ++k) {
-    bool inside = false;
-    for (int64_t o = 0; o < g.out[i] && !inside; ++o) {
-      const int64_t at = o * g.stride[i] + k * g.dilation[i] - g.pads[2 * i];
-      inside = at >= 0 && at < g.in[i];
-    }
-    if (!inside) return false;
-  }
+  for (int64_t k = 0; k < g.kernel[i]; ++k)
+    if (inside_share_1d(p.op, g.in[i], g.out[i], 1, g.stride[i], g.dilation[i],
+                        g.pads[2 * i] - k * g.dilation[i]) == 0)
+      return false;
   return true;
 }
 
-/** skips_outside for p's dim i (depth 0, height 1, width 2): whether its algorithm predicates it.
- * dW keeps a dim's pad taps where one of its taps reads nothing but pads: leaving them out would
- * empty that tap's loops, and Halide's bounds of emptied loops asked x read in place for rows
- * outside it (depth -3 on a public case, 4 taps of dilation 4 over pads of 3; depth 6 of 5 on a
- * random one), which the input's bounds check refused. xr reads zeros in such a dim. */
+/** Whether p's reduction leaves out dim i's (position, tap) pairs whose operand is outside
+ * (depth 0, height 1, width 2). Depth and height: wherever one is (dW's tiles narrow their row
+ * and depth loops to the rows inside). Width, along the row: dW wherever one is, as likely
+ * conditions that Halide partitions out of the row loop (the edge positions run their inside
+ * taps, the steady loop none of the checks; Emerald Rapids, 1 thread: f dW 10.49 against 10.81
+ * ms, c2 44.6 / 45.0, e1 level to 1% faster, the seed and g level); dX and the forward conv
+ * compute every tap along the row.
+ * dW skipped depth and height only from 1/64 of a dim's pairs until its tiles read x in place
+ * there too (the seed, 1 of 108 row pairs, ran 4% slower skipped on a Zen 3, staged); on
+ * Emerald Rapids skipping the 1-1.2% of b, c1 and g and the seed's, x read in place, ran 1.4-3.5%
+ * faster (b 254 against 258 ms, c1 89.7 / 92.6, g 36.2 / 37.5, the seed 5.91 / 6.02; f16, x
+ * staged: level to 1% faster).
+ * dW keeps a dim's pad taps where one of its taps reads nothing but pads: leaving them out
+ * would empty that tap's loops, and Halide's bounds of emptied loops asked x read in place for
+ * rows outside it (depth -3 on a public case, 4 taps of dilation 4 over pads of 3; depth 6 of 5
+ * on a random one), which the input's bounds check refused. xr reads zeros in such a dim. */
 inline bool skips_outside(const Problem& p, int i) {
-  return skips_outside(p.op, i, inside_share(p, i)) &&
-         (p.op != OpKind::kBackpropFilter || every_tap_reads_inside(p, i));
+  const bool dw = p.op == OpKind::kBackpropFilter;
+  return inside_share(p, i) < 1 && (i < 2 || dw) && (!dw || every_tap_reads_inside(p, i));
 }
 
 /** Whether dW's reduction keeps taps of p's dim i that read x's pads (some do, and skips_outside
