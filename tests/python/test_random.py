@@ -225,6 +225,28 @@ def test_dw_tap_reading_only_pads():
                    what="pads_only_tap dW f32 " + name)
 
 
+def test_dw_split_depth_tail():
+    """dW's reduction split over an output depth of 7 in 4 parts of 2 (the fuzzer's second
+    finding): dw_cout_lanes stages dy per chunk under the tail part's guard, and Halide's image
+    check bounded dy over the loop nest without it (\"dy is accessed at 7\", an internal error
+    on valid input). Every dW schedule and split variant the model ranks, against the float64
+    oracle."""
+    geo = O.Geometry(1, 8, 16, (2, 6, 4), (2, 2, 2), strides=(1, 2, 2), pads=(6, 2, 6, 3, 1, 1),
+                     dilations=(3, 3, 3), groups=8, name="depth_tail")
+    assert geo.out_dhw[0] == 7
+    rng = np.random.default_rng(SEED + 602)
+    x = O.random_data(rng, geo.x_shape, "float32")
+    dy = O.random_data(rng, geo.dy_shape, "float32")
+    ref = O.ref_dw(x, dy, geo)
+    ranked = [r for r in O.ranked_schedules(geo, "dW") if r["schedule"] != "reference"]
+    runs = dict.fromkeys((r["schedule"], "") for r in ranked)
+    runs.update(dict.fromkeys((r["schedule"], r["variant"]) for r in ranked if "parts=4" in r["variant"]))
+    assert ("dw_cout_lanes", "") in runs and any("parts=4" in v for _, v in runs), runs
+    for name, variant in runs:
+        O.check_dw(O.run_dw(geo, x, dy, "float32", schedule=name, variant=variant), ref, geo,
+                   what="depth_tail dW f32 " + name + ":" + variant)
+
+
 def test_flops_budget():
     total = sum(c["geo"].flops() for c in CASES)
     assert total <= 25 * MAX_FLOPS

@@ -57,9 +57,16 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     a.xr(c0, w, h, c1g, d, b, g) = inside.defined() ? select(inside, to_f32(v), 0.0f) : to_f32(v);
   }
   // dy with the output channel of real group g innermost (broadcast operand of the GEMM).
+  // Its slice and batch are clamped to dy's own max, not to a constant. Where a schedule splits
+  // the reduction into parts with a tail (depth 7 in 4 parts of 2), dys is staged under the
+  // tail's guard; the first simplification drops a constant clamp there, and Halide's image
+  // check then bounds dy over the loop nest without the guard (part 3's slice 7). dy's max is
+  // replaced by its constant only inside the image checks, so this clamp reaches them (and is
+  // simplified away after, where it is redundant).
   {
     Expr oc = g * cout_g + n;
-    a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
+    a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1),
+                                          min(d, a.dy.dim(4).max()), min(b, a.dy.dim(5).max())));
   }
 
   auto positions = [&](const char* name) {
