@@ -9,8 +9,10 @@
 // to the last bit; the checks still allow 1e-6 relative (the fp32 summation-order bound).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <sstream>
 
 #include "reference.h"
 #include "tbex/tbex.h"
@@ -54,6 +56,9 @@ const Case kCases[] = {
     // Stride 100 and pads 150: the padded box (~1.7 GB staged) is too sparse; x is read in place.
     {"sparse_huge_pads", 1, 16, 16, 1, {2, 3, 2}, {2, 2, 2}, {100, 100, 100}, {1, 1, 1},
      {150, 150, 150, 150, 150, 150}},
+    // Depth 2, two taps of dilation 3 over pads of 1: slice 0's taps read slices -1 and 2, so y
+    // is zero (dX of this shape had its dy box emptied by the pad-tap predicate).
+    {"depth_taps_all_pads", 2, 16, 32, 1, {2, 4, 5}, {2, 3, 3}, {1, 2, 1}, {3, 1, 1}, {1, 1, 1, 1, 1, 1}},
 };
 
 /** W [Cout, Cin/groups, K] -> T [Cin, Cout/groups, K] with T[g*cin_pg + i, o, k] = W[g*cout_pg + o, i, k]. */
@@ -236,6 +241,84 @@ TEST(ForwardKernel, ThreadCountDoesNotChangeResults) {
   std::vector<float> y(numel(y_dims(g)));
   ncdhw_from_6hd(two.data(), y.data(), y_dims(g), 4);
   expect_close(std::vector<double>(y.begin(), y.end()), test::ref_fwd(g, x, w), 1e-5);
+}
+
+// Random valid geometries (the draw of tests/python/test_random.py: pads up to the dilated
+// kernel + 2, strides up to 4, dilations up to 3, its channel and group mixes), fp32, through
+// fwd_tiled's own tiles and up to three of its tile variants, against the float64 loop. The
+// backward ops get the same from tests/fuzz/fuzz_geometries.py; the forward conv has no Python
+// entry, so its fuzz lives here. TBEX_TEST_FWD_CASES / TBEX_TEST_FWD_SEED draw more (`make
+// fuzz-geometries` runs 200).
+struct Dim {
+  int64_t n, k, s, d, p0, p1;
+};
+
+Dim draw_dim(std::mt19937& rng) {
+  auto in = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  Dim v{};
+  v.k = in(1, 3), v.d = in(1, 3), v.s = in(1, 4);
+  const int64_t eff = (v.k - 1) * v.d + 1;
+  v.p0 = in(0, eff + 2), v.p1 = in(0, eff + 2);
+  const int64_t lo = std::max<int64_t>(1, eff - v.p0 - v.p1);
+  v.n = in(lo, lo + 6);
+  return v;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+TEST(ForwardKernel, RandomGeometriesMatchReference) {
+  // (Cin, Cout, groups): mag > 1, several real groups with a partial last one, depthwise with
+  // and without a multiplier, tiny and odd channel counts.
+  const int64_t channels[][3] = {{20, 56, 4}, {48, 48, 6}, {12, 12, 3}, {24, 24, 24}, {40, 40, 40},
+                                 {8, 16, 8},  {30, 45, 15}, {36, 24, 2}, {64, 32, 2}, {6, 10, 2},
+                                 {3, 5, 1},   {17, 33, 1},  {32, 16, 1}, {1, 1, 1},  {33, 3, 1}};
+  const int cases = env_int("TBEX_TEST_FWD_CASES", 12);
+  const int seed = env_int("TBEX_TEST_FWD_SEED", 1);
+  std::mt19937 rng(seed);
+  int checked = 0;
+  for (int i = 0; i < cases; ++i) {
+    const auto& ch = channels[i % (sizeof(channels) / sizeof(channels[0]))];
+    ConvGeometry g;
+    do {
+      const Dim dims[3] = {draw_dim(rng), draw_dim(rng), draw_dim(rng)};
+      g.n = std::uniform_int_distribution<int64_t>(1, 2)(rng);
+      g.cin = ch[0], g.cout = ch[1], g.groups = ch[2];
+      for (int j = 0; j < 3; ++j) {
+        const Dim& v = dims[j];
+        g.in[j] = v.n, g.kernel[j] = v.k, g.stride[j] = v.s, g.dilation[j] = v.d;
+        g.pads[2 * j] = v.p0, g.pads[2 * j + 1] = v.p1;
+        g.out[j] = (v.n + v.p0 + v.p1 - ((v.k - 1) * v.d + 1)) / v.s + 1;
+      }
+    } while (g.flops() > 3e6);
+    std::ostringstream what;
+    what << "case " << i << " (seed " << seed << "): N " << g.n << " Cin " << g.cin << " Cout "
+         << g.cout << " groups " << g.groups;
+    for (int j = 0; j < 3; ++j)
+      what << (j ? "," : " in ") << g.in[j];
+    for (int j = 0; j < 3; ++j) what << (j ? "," : " kernel ") << g.kernel[j];
+    for (int j = 0; j < 3; ++j) what << (j ? "," : " strides ") << g.stride[j];
+    for (int j = 0; j < 3; ++j) what << (j ? "," : " dilations ") << g.dilation[j];
+    for (int j = 0; j < 6; ++j) what << (j ? "," : " pads ") << g.pads[j];
+    SCOPED_TRACE(what.str());
+    auto x = random_eighths(numel(x_dims(g)), 700 + i);
+    auto w = random_weights(g, 900 + i);
+    const Problem p = make_forward_problem(g, DType::kFloat32, DType::kFloat32);
+    const Operands o = pack(g, x, w, DType::kFloat32);
+    const auto ref = test::ref_fwd(g, x, w);
+    std::vector<std::string> variants = schedule_candidates(p, "fwd_tiled");
+    if (variants.size() > 4) variants.resize(4);
+    for (const std::string& v : variants) {
+      SCOPED_TRACE("fwd_tiled [" + v + "]");
+      std::shared_ptr<const Kernel> k;
+      ASSERT_NO_THROW(k = compile(p, CompileOptions{"fwd_tiled", v}));
+      expect_close(run(*k, o), ref, 1e-6);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, cases);
 }
 
 // The public contract: operand names, shapes, the packing's group_dict, names of op and schedules.

@@ -247,6 +247,54 @@ def test_dw_split_depth_tail():
                    what="depth_tail dW f32 " + name + ":" + variant)
 
 
+# Geometries the fuzzer (tests/fuzz/fuzz_geometries.py --cases 300 --seed 11) found failing
+# with internal errors, each with the computation that failed: (name, N, Cin, Cout, groups, in,
+# kernel, strides, pads, dilations, op, schedule, variant).
+FUZZ_FINDINGS = [
+    # x staged per part where depth 5 splits in 3 parts of 2: "x is accessed at 7" (max 5)
+    ("dw_x_split_tail", 2, 6, 10, 2, (6, 2, 7), (1, 3, 2), (2, 3, 3), (3, 1, 1, 8, 5, 1), (2, 3, 2),
+     "dW", "dw_tiled", "nt=8,kwt=2,ch=2,parts=3,x=2"),
+    ("dw_x_split_tail_4", 2, 16, 16, 1, (7, 5, 6), (1, 1, 3), (1, 1, 3), (3, 0, 0, 0, 4, 4), (2, 1, 1),
+     "dW", "dw_tiled", "nt=8,kwt=3,ch=5,parts=4,x=2"),
+    # the model's own pick (None: "auto"): "x is accessed at 6" (max 5)
+    ("dw_auto_depth_7", 1, 16, 16, 1, (6, 2, 3), (1, 2, 3), (1, 4, 1), (1, 0, 1, 0, 5, 1), (2, 2, 1),
+     "dW", None, ""),
+    # no depth tap reads inside dy at all (dX is zero): "Allocation dys has a size greater than
+    # 2^31: -5760" for every schedule, "auto" and the reference included
+    ("dx_depth_all_pads", 2, 48, 48, 6, (2, 7, 6), (2, 3, 3), (1, 4, 3), (1, 1, 1, 3, 2, 2), (3, 1, 3),
+     "dX", None, ""),
+    # input depth slices 0 and 1 read dy through no tap: dx_diag's dyd allocation negative
+    ("dx_positions_all_pads", 1, 1, 1, 1, (3, 2, 4), (3, 1, 3), (1, 4, 2), (4, 0, 0, 2, 0, 1), (3, 3, 1),
+     "dX", "dx_diag", ""),
+]
+
+
+@pytest.mark.parametrize("finding", FUZZ_FINDINGS, ids=[f[0] for f in FUZZ_FINDINGS])
+def test_fuzz_finding(finding):
+    """Each fuzzer finding, against the float64 oracle: the computation that failed, and every
+    schedule the model ranks."""
+    name, n, cin, cout, groups, dhw, k, s, pads, dil, op, schedule, variant = finding
+    geo = O.Geometry(n, cin, cout, dhw, k, strides=s, pads=pads, dilations=dil, groups=groups,
+                     name=name)
+    rng = np.random.default_rng(SEED + 603)
+    dy = O.random_data(rng, geo.dy_shape, "float32")
+    names = [r for r in dict.fromkeys(r["schedule"] for r in O.ranked_schedules(geo, op))
+             if r != "reference"]
+    runs = [(schedule, variant)] + [(r, "") for r in names if (r, "") != (schedule, variant)]
+    if op == "dW":
+        x = O.random_data(rng, geo.x_shape, "float32")
+        ref = O.ref_dw(x, dy, geo)
+        for sch, var in runs:
+            O.check_dw(O.run_dw(geo, x, dy, "float32", schedule=sch, variant=var), ref, geo,
+                       what=f"{name} dW {sch or 'auto'} [{var}]")
+    else:
+        w = O.random_data(rng, geo.w_shape, "float32")
+        ref = O.ref_dx(w, dy, geo)
+        for sch, _ in runs:
+            raw = O.run_dx(geo, w, dy, "float32", res_dtype="float32", schedule=sch)
+            O.check_dx(raw, ref, geo, "float32", what=f"{name} dX {sch or 'auto'}")
+
+
 def test_flops_budget():
     total = sum(c["geo"].flops() for c in CASES)
     assert total <= 25 * MAX_FLOPS

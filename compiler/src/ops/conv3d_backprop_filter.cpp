@@ -43,9 +43,12 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
       inside = inside.defined() ? (inside && in) : in;
       return clamp_inside(i, extent);
     };
-    Expr cw = coord(2, w - pl, W), ch = coord(1, h - pt, H), cd = coord(0, d - pf, D);
+    Expr cw = coord(2, w - pl, W), ch = coord(1, h - pt, H);
+    // Depth and batch, the dims a reduction split divides, are clamped to x's own extent
+    // (clamp_to_input: a constant clamp is lost under a split's tail).
+    Expr cd = clamp_to_input(a.x, 4, coord(0, d - pf, D)), cb = clamp_to_input(a.x, 5, b);
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
-    return std::make_pair(inside, a.x(lane.defined() ? lane : Expr(c0), cw, ch, c1, cd, b));
+    return std::make_pair(inside, a.x(lane.defined() ? lane : Expr(c0), cw, ch, c1, cd, cb));
   };
   {
     const auto [inside, v] = x_padded(w, h);
@@ -56,17 +59,13 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     const auto [inside, v] = x_padded(w, h, Expr(), [&](int dim) { return keeps_pad_taps(p, dim); });
     a.xr(c0, w, h, c1g, d, b, g) = inside.defined() ? select(inside, to_f32(v), 0.0f) : to_f32(v);
   }
-  // dy with the output channel of real group g innermost (broadcast operand of the GEMM).
-  // Its slice and batch are clamped to dy's own max, not to a constant. Where a schedule splits
-  // the reduction into parts with a tail (depth 7 in 4 parts of 2), dys is staged under the
-  // tail's guard; the first simplification drops a constant clamp there, and Halide's image
-  // check then bounds dy over the loop nest without the guard (part 3's slice 7). dy's max is
-  // replaced by its constant only inside the image checks, so this clamp reaches them (and is
-  // simplified away after, where it is redundant).
+  // dy with the output channel of real group g innermost (broadcast operand of the GEMM). Its
+  // slice and batch, the dims a reduction split divides, are clamped to dy's own extent
+  // (clamp_to_input: a constant clamp is lost under a split's tail).
   {
     Expr oc = g * cout_g + n;
     a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1),
-                                          min(d, a.dy.dim(4).max()), min(b, a.dy.dim(5).max())));
+                                          clamp_to_input(a.dy, 4, d), clamp_to_input(a.dy, 5, b)));
   }
 
   auto positions = [&](const char* name) {

@@ -27,6 +27,17 @@ inline Halide::Expr clamp_inside(Halide::Expr i, int extent) {
   return Halide::clamp(Halide::likely(std::move(i)), 0, extent - 1);
 }
 
+/** `i` clamped to the extent of `input`'s dim `dim`, given by the buffer's own min and max
+ * rather than by constants. Where a schedule splits a reduction into parts with a tail (an
+ * output depth of 7 in 4 parts of 2), a Func reading the input is staged under the tail's
+ * guard; the first simplification drops a constant clamp there (the guard proves it), and
+ * Halide's image check then bounds the input over the loop nest, where the guard is lost
+ * (the last part's slice 7). The buffer's min and max become constants only inside the image
+ * checks, so this clamp reaches them; it is simplified away after, where it is redundant. */
+inline Halide::Expr clamp_to_input(const Halide::ImageParam& input, int dim, Halide::Expr i) {
+  return Halide::clamp(std::move(i), input.dim(dim).min(), input.dim(dim).max());
+}
+
 /** A kernel input: a `dims`-D ImageParam of `t` named `name`, constrained to `shape` and to
  * dense strides (C-contiguous memory). */
 Halide::ImageParam input_param(DType t, int dims, const char* name, const std::vector<int64_t>& shape);

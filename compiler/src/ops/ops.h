@@ -258,13 +258,22 @@ inline double inside_share(const Problem& p, int i) {
                          g.pads[2 * i]);
 }
 
-/** Whether every tap of p's dim i (dW) reads x inside its volume at some output position: tap k
- * alone is one tap over pads shifted by k*dilation. */
-inline bool every_tap_reads_inside(const Problem& p, int i) {
+/** Whether leaving out p's dim i pairs whose operand is outside leaves every loop of the
+ * reduction's inner walk non-empty. dW walks the taps outside the positions: every tap must
+ * read x inside at some output position (tap k alone is one tap over pads shifted by
+ * k*dilation). dX walks a position's taps: every input position must read dy inside through
+ * some tap of its phase (a position whose phase has no tap reads nothing either way). */
+inline bool every_walk_reads_inside(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
+  const int64_t pad = g.pads[2 * i];
+  if (p.op == OpKind::kBackpropInput) {
+    for (int64_t pos = 0; pos < g.in[i]; ++pos)  // position pos alone: pads shifted by pos
+      if (inside_share_1d(p.op, 1, g.out[i], g.kernel[i], g.stride[i], g.dilation[i], pad + pos) == 0)
+        return false;
+    return true;
+  }
   for (int64_t k = 0; k < g.kernel[i]; ++k)
-    if (inside_share_1d(p.op, g.in[i], g.out[i], 1, g.stride[i], g.dilation[i],
-                        g.pads[2 * i] - k * g.dilation[i]) == 0)
+    if (inside_share_1d(p.op, g.in[i], g.out[i], 1, g.stride[i], g.dilation[i], pad - k * g.dilation[i]) == 0)
       return false;
   return true;
 }
@@ -284,10 +293,16 @@ inline bool every_tap_reads_inside(const Problem& p, int i) {
  * dW keeps a dim's pad taps where one of its taps reads nothing but pads: leaving them out
  * would empty that tap's loops, and Halide's bounds of emptied loops asked x read in place for
  * rows outside it (depth -3 on a public case, 4 taps of dilation 4 over pads of 3; depth 6 of 5
- * on a random one), which the input's bounds check refused. xr reads zeros in such a dim. */
+ * on a random one), which the input's bounds check refused. xr reads zeros in such a dim.
+ * dX keeps a dim's pad taps where an input position reads dy through none of its taps: leaving
+ * them out emptied those positions' tap loops, and Halide's box of the staged dy came out
+ * inverted, a negative allocation it rejects at compile time (random geometries: depth 3 with
+ * slices 0 and 1 reading only pads; depth 2 whose every tap reads pads, where every schedule
+ * failed). Both rules are every_walk_reads_inside. */
 inline bool skips_outside(const Problem& p, int i) {
   const bool dw = p.op == OpKind::kBackpropFilter;
-  return inside_share(p, i) < 1 && (i < 2 || dw) && (!dw || every_tap_reads_inside(p, i));
+  return inside_share(p, i) < 1 && (i < 2 || dw) &&
+         (p.op == OpKind::kForward || every_walk_reads_inside(p, i));
 }
 
 /** Whether dW's reduction keeps taps of p's dim i that read x's pads (some do, and skips_outside
