@@ -43,8 +43,11 @@ test-large: build
 	$(PY) tests/large/large_dw.py
 
 # Random valid geometries through every ranked schedule against the float64 oracle (docs/fuzzing.md).
+# The forward conv has no Python entry: its random geometries are a GoogleTest, run longer here.
 fuzz-geometries: build
 	$(PY) tests/fuzz/fuzz_geometries.py --cases 400 --seed 1
+	TBEX_TEST_FWD_CASES=200 $(BUILD)/tests/cpp/tbex_forward_tests \
+	  --gtest_filter=ForwardKernel.RandomGeometriesMatchReference
 
 # The fuzzer's long run: a million calls (mostly malformed), its summary in build/fuzz-long.json.
 fuzz-long: build

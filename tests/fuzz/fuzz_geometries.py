@@ -1,7 +1,9 @@
 """Geometry fuzzer: random small convolutions (pads up to the dilated kernel + 2, strides up to 4,
-dilations up to 3, the channel and group mixes of tests/python/test_random.py), fp32, each op
-computed by every schedule the cost model ranks (its own tiles) and, for dW, by dw_tiled's tile
-variants with x read in place and staged, against the float64 oracle.
+dilations up to 3, the channel and group mixes of tests/python/test_random.py), inputs in fp32,
+bf16 and fp16 in turn (--dtypes), each op computed by every schedule the cost model ranks for
+that dtype (its own tiles) and, for dW, by dw_tiled's tile variants with x read in place and
+staged, against the float64 oracle. 16-bit inputs are exact in fp32 products, so every dtype
+meets the same fp32 summation bound.
 
 A mismatch or an error is a finding; the run prints each with its geometry and exits non-zero.
 It found the dW tap that reads nothing but pads (tests/python/test_random.py::
@@ -27,29 +29,29 @@ def geometry(rng, i):
     return T.draw_geometry(rng, cin, cout, groups, f"g{i}")
 
 
-def runs(geo):
+def runs(geo, dtype):
     """(op, schedule, variant) of every computation the fuzzer checks for `geo`."""
     out = []
     for op in ("dW", "dX"):
-        for name in dict.fromkeys(r["schedule"] for r in O.ranked_schedules(geo, op)):
+        for name in dict.fromkeys(r["schedule"] for r in O.ranked_schedules(geo, op, dtype=dtype)):
             if name != "reference":
                 out.append((op, name, ""))
-    keys = [k for k in O.dw_candidates(geo, "dw_tiled") if ",x=" in k]
+    keys = [k for k in O.dw_candidates(geo, "dw_tiled", dtype=dtype) if ",x=" in k]
     out += [("dW", "dw_tiled", k) for k in keys[:3]]
     return out
 
 
-def check(geo, op, schedule, variant, rng):
-    what = f"{geo.name} {op} {schedule} [{variant}]"
+def check(geo, op, schedule, variant, dtype, rng):
+    what = f"{geo.name} {op} {dtype} {schedule} [{variant}]"
     if op == "dW":
-        x = O.random_data(rng, geo.x_shape, "float32")
-        dy = O.random_data(rng, geo.dy_shape, "float32")
-        raw = O.run_dw(geo, x, dy, "float32", schedule=schedule, variant=variant)
+        x = O.random_data(rng, geo.x_shape, dtype)
+        dy = O.random_data(rng, geo.dy_shape, dtype)
+        raw = O.run_dw(geo, x, dy, dtype, schedule=schedule, variant=variant)
         O.check_dw(raw, O.ref_dw(x, dy, geo), geo, what=what)
     else:
-        w = O.random_data(rng, geo.w_shape, "float32")
-        dy = O.random_data(rng, geo.dy_shape, "float32")
-        raw = O.run_dx(geo, w, dy, "float32", res_dtype="float32", schedule=schedule)
+        w = O.random_data(rng, geo.w_shape, dtype)
+        dy = O.random_data(rng, geo.dy_shape, dtype)
+        raw = O.run_dx(geo, w, dy, dtype, res_dtype="float32", schedule=schedule)
         O.check_dx(raw, O.ref_dx(w, dy, geo), geo, "float32", what=what)
 
 
@@ -58,7 +60,10 @@ def main(argv=None):
     ap.add_argument("--cases", type=int, default=100, help="geometries drawn")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-flops", type=float, default=3e6, help="larger draws are skipped")
+    ap.add_argument("--dtypes", default="float32,bfloat16,float16",
+                    help="input dtypes, taken in turn by the geometries")
     args = ap.parse_args(argv)
+    dtypes = args.dtypes.split(",")
     rng = np.random.default_rng(args.seed)
     checked = computations = 0
     findings = []
@@ -67,12 +72,14 @@ def main(argv=None):
         if min(geo.out_dhw) < 1 or geo.flops() > args.max_flops:
             continue
         checked += 1
-        for op, schedule, variant in runs(geo):
+        dtype = dtypes[i % len(dtypes)]
+        for op, schedule, variant in runs(geo, dtype):
             computations += 1
             try:
-                check(geo, op, schedule, variant, rng)
+                check(geo, op, schedule, variant, dtype, rng)
             except Exception as e:  # a finding: report it with its geometry, go on
-                findings.append(f"{geo.name} {op} {schedule} [{variant}] in={geo.dhw} "
+                findings.append(f"{geo.name} {op} {dtype} {schedule} [{variant}] in={geo.dhw} "
+                                f"N={geo.n} Cin={geo.cin} Cout={geo.cout} "
                                 f"k={geo.kernel} s={geo.strides} pads={geo.pads} "
                                 f"dil={geo.dilations} groups={geo.groups}: {str(e)[:300]}")
                 print("FINDING", findings[-1], flush=True)

@@ -442,30 +442,30 @@ def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None, variant=""):
     return kernel(x6, dy6)
 
 
-def dw_result(geo, para_extra=None):
-    """The DSL result of tbex's fp32 dW for `geo` (shapes only: nothing runs)."""
-    return dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), "float32", para_extra)[2]
+def dw_result(geo, para_extra=None, dtype="float32"):
+    """The DSL result of tbex's dW for `geo` with `dtype` inputs (shapes only: nothing runs)."""
+    return dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), dtype, para_extra)[2]
 
 
-def dw_candidates(geo, schedule, para_extra=None):
-    """The tile variants of dW `schedule` the tuner would time for `geo` (fp32; "" first)."""
+def dw_candidates(geo, schedule, para_extra=None, dtype="float32"):
+    """The tile variants of dW `schedule` the tuner would time for `geo` ("" first)."""
     from tbex import dsl
-    return dsl.auto_schedule(dw_result(geo, para_extra)).candidates(schedule)
+    return dsl.auto_schedule(dw_result(geo, para_extra, dtype)).candidates(schedule)
 
 
-def ranked_schedules(geo, op, para_extra=None):
-    """The cost model's ranking (Schedule.rank()) of tbex's fp32 dW or dX for `geo`: every
-    schedule and tile variant "auto" may pick, best first."""
+def ranked_schedules(geo, op, para_extra=None, dtype="float32"):
+    """The cost model's ranking (Schedule.rank()) of tbex's dW or dX (fp32 result) for `geo`
+    with `dtype` inputs: every schedule and tile variant "auto" may pick, best first."""
     from tbex import dsl, tvm
     zeros = lambda shape: np.zeros(shape)  # noqa: E731 (shapes only)
     if op == "dW":
-        res = dw_result(geo, para_extra)
+        res = dw_result(geo, para_extra, dtype)
     else:
-        fz = to_fz3d(to_dtype(zeros(geo.w_shape), "float32"), geo.groups)
-        dy6 = to_6hd(to_dtype(zeros(geo.dy_shape), "float32"))
+        fz = to_fz3d(to_dtype(zeros(geo.w_shape), dtype), geo.groups)
+        dy6 = to_6hd(to_dtype(zeros(geo.dy_shape), dtype))
         extra = dict(para_extra or {}, res_dtype="float32")
-        res = dsl.conv3d_backprop_input(tvm.placeholder(fz.shape, name="filter", dtype="float32"),
-                                        tvm.placeholder(dy6.shape, name="dy", dtype="float32"),
+        res = dsl.conv3d_backprop_input(tvm.placeholder(fz.shape, name="filter", dtype=dtype),
+                                        tvm.placeholder(dy6.shape, name="dy", dtype=dtype),
                                         geo.dx_filter_size(), geo.dx_input_size(),
                                         geo.dx_para(**extra))
     return dsl.auto_schedule(res).rank()
