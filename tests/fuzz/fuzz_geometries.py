@@ -37,14 +37,17 @@ def geometry(rng, i, batch_max=2):
 
 
 def runs(geo, dtype):
-    """(op, schedule, variant) of every computation the fuzzer checks for `geo`."""
+    """(op, schedule, variant) of every computation the fuzzer checks for `geo`: per op, each
+    ranked schedule's own tiles and the next best of its ranked tile variants."""
     out = []
     for op in ("dW", "dX"):
-        for name in dict.fromkeys(r["schedule"] for r in O.ranked_schedules(geo, op, dtype=dtype)):
-            if name != "reference":
-                out.append((op, name, ""))
+        ranked = [r for r in O.ranked_schedules(geo, op, dtype=dtype) if r["schedule"] != "reference"]
+        for name in dict.fromkeys(r["schedule"] for r in ranked):
+            out.append((op, name, ""))
+            out += [(op, name, v) for v in [r["variant"] for r in ranked
+                                            if r["schedule"] == name and r["variant"]][1:2]]
     keys = [k for k in O.dw_candidates(geo, "dw_tiled", dtype=dtype) if ",x=" in k]
-    out += [("dW", "dw_tiled", k) for k in keys[:3]]
+    out += [("dW", "dw_tiled", k) for k in keys[:3] if ("dW", "dw_tiled", k) not in out]
     return out
 
 
@@ -58,7 +61,7 @@ def check(geo, op, schedule, variant, dtype, rng):
     else:
         w = O.random_data(rng, geo.w_shape, dtype)
         dy = O.random_data(rng, geo.dy_shape, dtype)
-        raw = O.run_dx(geo, w, dy, dtype, res_dtype="float32", schedule=schedule)
+        raw = O.run_dx(geo, w, dy, dtype, res_dtype="float32", schedule=schedule, variant=variant)
         O.check_dx(raw, O.ref_dx(w, dy, geo), geo, "float32", what=what)
 
 

@@ -472,8 +472,9 @@ def ranked_schedules(geo, op, para_extra=None, dtype="float32"):
 
 
 def run_dx(geo, w64, dy64, dtype, res_dtype=None, schedule=None, bias=None, bias_dtype="float32",
-           para_extra=None):
-    """Builds and runs tbex dX. res_dtype None means: leave it out (default float16)."""
+           para_extra=None, variant=""):
+    """Builds and runs tbex dX. res_dtype None means: leave it out (default float16); `variant`:
+    a tile variant of the named `schedule`."""
     from tbex import dsl, tvm
     fz = to_fz3d(to_dtype(w64, dtype), geo.groups)
     dy6 = to_6hd(to_dtype(dy64, dtype))
@@ -494,6 +495,7 @@ def run_dx(geo, w64, dy64, dtype, res_dtype=None, schedule=None, bias=None, bias
     expect_dtype = res_dtype or "float16"
     assert tuple(res.shape) == geo.dx_out_shape(), (tuple(res.shape), geo.dx_out_shape())
     assert str(res.dtype) == expect_dtype, res.dtype
-    sch = dsl.auto_schedule(res) if schedule is None else dsl.auto_schedule(res, schedule=schedule)
+    sch = (dsl.auto_schedule(res) if schedule is None
+           else dsl.auto_schedule(res, schedule=schedule, variant=variant))
     kernel = dsl.build(sch, {"name": "dx_" + (geo.name or "k"), "tensor_list": tensors + [res]})
     return kernel(*args)
