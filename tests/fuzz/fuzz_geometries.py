@@ -36,9 +36,13 @@ def geometry(rng, i, batch_max=2):
     return geo
 
 
+PAIRS = "pair=2"  # the pair form, its other tiles the schedule's own
+
+
 def runs(geo, dtype):
     """(op, schedule, variant) of every computation the fuzzer checks for `geo`: per op, each
-    ranked schedule's own tiles and the next best of its ranked tile variants."""
+    ranked schedule's own tiles and the next best of its ranked tile variants; dw_tiled's x
+    variants; for bf16, dw_tiled's and dx_tiled's pair forms."""
     out = []
     for op in ("dW", "dX"):
         ranked = [r for r in O.ranked_schedules(geo, op, dtype=dtype) if r["schedule"] != "reference"]
@@ -46,8 +50,13 @@ def runs(geo, dtype):
             out.append((op, name, ""))
             out += [(op, name, v) for v in [r["variant"] for r in ranked
                                             if r["schedule"] == name and r["variant"]][1:2]]
-    keys = [k for k in O.dw_candidates(geo, "dw_tiled", dtype=dtype) if ",x=" in k]
+    keys = [k for k in O.candidates(geo, "dW", "dw_tiled", dtype=dtype) if ",x=" in k]
     out += [("dW", "dw_tiled", k) for k in keys[:3] if ("dW", "dw_tiled", k) not in out]
+    # bf16: the pair forms (dot products of row pairs), forced: the model offers them only where
+    # the host's bf16 dot products beat its FMAs (not on Sapphire or Emerald Rapids)
+    if dtype == "bfloat16":
+        out += [(op, name, PAIRS) for op, name in (("dW", "dw_tiled"), ("dX", "dx_tiled"))
+                if (op, name, "") in out]
     return out
 
 
@@ -90,6 +99,9 @@ def main(argv=None):
             try:
                 check(geo, op, schedule, variant, dtype, rng)
             except Exception as e:  # a finding: report it with its geometry, go on
+                if variant == PAIRS and type(e).__name__ == "UserError":
+                    computations -= 1  # the pair form does not apply here: refused, as it should
+                    continue
                 findings.append(f"{geo.name} {op} {dtype} {schedule} [{variant}] in={geo.dhw} "
                                 f"N={geo.n} Cin={geo.cin} Cout={geo.cout} "
                                 f"k={geo.kernel} s={geo.strides} pads={geo.pads} "

@@ -447,27 +447,29 @@ def dw_result(geo, para_extra=None, dtype="float32"):
     return dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), dtype, para_extra)[2]
 
 
-def dw_candidates(geo, schedule, para_extra=None, dtype="float32"):
-    """The tile variants of dW `schedule` the tuner would time for `geo` ("" first)."""
+def dx_result(geo, para_extra=None, dtype="float32"):
+    """The DSL result of tbex's dX (fp32 result) for `geo` with `dtype` inputs (shapes only)."""
+    from tbex import dsl, tvm
+    fz = to_fz3d(to_dtype(np.zeros(geo.w_shape), dtype), geo.groups)
+    dy6 = to_6hd(to_dtype(np.zeros(geo.dy_shape), dtype))
+    extra = dict(para_extra or {}, res_dtype="float32")
+    return dsl.conv3d_backprop_input(tvm.placeholder(fz.shape, name="filter", dtype=dtype),
+                                     tvm.placeholder(dy6.shape, name="dy", dtype=dtype),
+                                     geo.dx_filter_size(), geo.dx_input_size(), geo.dx_para(**extra))
+
+
+def candidates(geo, op, schedule, para_extra=None, dtype="float32"):
+    """The tile variants of `op`'s (dW or dX) `schedule` the tuner would time for `geo` ("" first)."""
     from tbex import dsl
-    return dsl.auto_schedule(dw_result(geo, para_extra, dtype)).candidates(schedule)
+    res = dw_result(geo, para_extra, dtype) if op == "dW" else dx_result(geo, para_extra, dtype)
+    return dsl.auto_schedule(res).candidates(schedule)
 
 
 def ranked_schedules(geo, op, para_extra=None, dtype="float32"):
     """The cost model's ranking (Schedule.rank()) of tbex's dW or dX (fp32 result) for `geo`
     with `dtype` inputs: every schedule and tile variant "auto" may pick, best first."""
-    from tbex import dsl, tvm
-    zeros = lambda shape: np.zeros(shape)  # noqa: E731 (shapes only)
-    if op == "dW":
-        res = dw_result(geo, para_extra, dtype)
-    else:
-        fz = to_fz3d(to_dtype(zeros(geo.w_shape), dtype), geo.groups)
-        dy6 = to_6hd(to_dtype(zeros(geo.dy_shape), dtype))
-        extra = dict(para_extra or {}, res_dtype="float32")
-        res = dsl.conv3d_backprop_input(tvm.placeholder(fz.shape, name="filter", dtype=dtype),
-                                        tvm.placeholder(dy6.shape, name="dy", dtype=dtype),
-                                        geo.dx_filter_size(), geo.dx_input_size(),
-                                        geo.dx_para(**extra))
+    from tbex import dsl
+    res = dw_result(geo, para_extra, dtype) if op == "dW" else dx_result(geo, para_extra, dtype)
     return dsl.auto_schedule(res).rank()
 
 

@@ -189,7 +189,7 @@ def test_random_dw_x_read_in_place_and_staged():
     ran = 0
     for c in CASES:
         geo = c["geo"]
-        keys = [k for k in O.dw_candidates(geo, "dw_tiled", _para_extra(c)) if ",x=" in k]
+        keys = [k for k in O.candidates(geo, "dW", "dw_tiled", _para_extra(c)) if ",x=" in k]
         if not keys:
             continue
         rng = np.random.default_rng(SEED + 501 + CASES.index(c))
