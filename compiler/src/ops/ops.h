@@ -268,12 +268,14 @@ inline bool every_walk_reads_inside(const Problem& p, int i) {
   const int64_t pad = g.pads[2 * i];
   if (p.op == OpKind::kBackpropInput) {
     for (int64_t pos = 0; pos < g.in[i]; ++pos)  // position pos alone: pads shifted by pos
-      if (inside_share_1d(p.op, 1, g.out[i], g.kernel[i], g.stride[i], g.dilation[i], pad + pos) == 0)
+      if (inside_share_1d(p.op, 1, g.out[i], g.kernel[i], g.stride[i], g.dilation[i],
+                          pad + pos) == 0)
         return false;
     return true;
   }
   for (int64_t k = 0; k < g.kernel[i]; ++k)
-    if (inside_share_1d(p.op, g.in[i], g.out[i], 1, g.stride[i], g.dilation[i], pad - k * g.dilation[i]) == 0)
+    if (inside_share_1d(p.op, g.in[i], g.out[i], 1, g.stride[i], g.dilation[i],
+                        pad - k * g.dilation[i]) == 0)
       return false;
   return true;
 }
@@ -298,7 +300,8 @@ inline bool every_walk_reads_inside(const Problem& p, int i) {
  * them out emptied those positions' tap loops, and Halide's box of the staged dy came out
  * inverted, a negative allocation it rejects at compile time (random geometries: depth 3 with
  * slices 0 and 1 reading only pads; depth 2 whose every tap reads pads, where every schedule
- * failed). Both rules are every_walk_reads_inside. */
+ * failed). Both rules are every_walk_reads_inside. The forward conv leaves out every pad tap:
+ * 350 random forward geometries and a depth whose every tap reads pads met no such failure. */
 inline bool skips_outside(const Problem& p, int i) {
   const bool dw = p.op == OpKind::kBackpropFilter;
   return inside_share(p, i) < 1 && (i < 2 || dw) &&
