@@ -25,14 +25,17 @@ import oracle as O  # noqa: E402
 import test_random as T  # noqa: E402
 
 
-def geometry(rng, i, batch_max=2):
+def geometry(rng, i, batch_max=2, grow=1):
     """Geometry i: test_random's draw; with batch_max > 2, a batch of 3..batch_max instead on
     every other geometry (dW splits its reduction over batch from 4 entries, with a tail from
-    5), drawn after the rest so the draws of batch_max 2 stay those of earlier runs."""
+    5); with grow > 1, each input size times 1..grow (larger problems reach other chunkings and
+    splits). Both are drawn after the rest, so the default draws stay those of earlier runs."""
     cin, cout, groups = T.CHANNELS[i % len(T.CHANNELS)]
     geo = T.draw_geometry(rng, cin, cout, groups, f"g{i}")
     if batch_max > 2 and i % 2:
         geo = dataclasses.replace(geo, n=int(rng.integers(3, batch_max + 1)))
+    if grow > 1:
+        geo = dataclasses.replace(geo, dhw=tuple(int(v * rng.integers(1, grow + 1)) for v in geo.dhw))
     return geo
 
 
@@ -81,6 +84,8 @@ def main(argv=None):
     ap.add_argument("--max-flops", type=float, default=3e6, help="larger draws are skipped")
     ap.add_argument("--batch-max", type=int, default=2,
                     help="above 2: every other geometry has a batch of 3 to this")
+    ap.add_argument("--grow", type=int, default=1,
+                    help="above 1: each input size times a random 1 to this")
     ap.add_argument("--dtypes", default="float32,bfloat16,float16",
                     help="input dtypes, taken in turn by the geometries")
     args = ap.parse_args(argv)
@@ -89,7 +94,7 @@ def main(argv=None):
     checked = computations = 0
     findings = []
     for i in range(args.cases):
-        geo = geometry(rng, i, args.batch_max)
+        geo = geometry(rng, i, args.batch_max, args.grow)
         if min(geo.out_dhw) < 1 or geo.flops() > args.max_flops:
             continue
         checked += 1

@@ -259,6 +259,10 @@ FUZZ_FINDINGS = [
     # the model's own pick (None: "auto"): "x is accessed at 6" (max 5)
     ("dw_auto_depth_7", 1, 16, 16, 1, (6, 2, 3), (1, 2, 3), (1, 4, 1), (1, 0, 1, 0, 5, 1), (2, 2, 1),
      "dW", None, ""),
+    # (--cases 200 --seed 72 --grow 8 --batch-max 6) output row 0 reads only pads; with x
+    # staged per one-row chunk: "Allocation xr has a size greater than 2^31: -1024"
+    ("dw_row_reading_only_pads", 6, 24, 24, 24, (32, 49, 24), (1, 2, 2), (1, 4, 2), (1, 0, 4, 2, 6, 2),
+     (2, 3, 3), "dW", "dw_tiled", "nt=8,kwt=2,ch=1,parts=1,x=2"),
     # no depth tap reads inside dy at all (dX is zero): "Allocation dys has a size greater than
     # 2^31: -5760" for every schedule, "auto" and the reference included
     ("dx_depth_all_pads", 2, 48, 48, 6, (2, 7, 6), (2, 3, 3), (1, 4, 3), (1, 1, 1, 3, 2, 2), (3, 1, 3),

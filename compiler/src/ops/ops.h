@@ -259,10 +259,12 @@ inline double inside_share(const Problem& p, int i) {
 }
 
 /** Whether leaving out p's dim i pairs whose operand is outside leaves every loop of the
- * reduction's inner walk non-empty. dW walks the taps outside the positions: every tap must
- * read x inside at some output position (tap k alone is one tap over pads shifted by
- * k*dilation). dX walks a position's taps: every input position must read dy inside through
- * some tap of its phase (a position whose phase has no tap reads nothing either way). */
+ * reduction's inner walk non-empty. dW walks the taps outside the positions, and its tiles
+ * stage x per chunk of output rows: every tap must read x inside at some output position (tap
+ * k alone is one tap over pads shifted by k*dilation), and every output position through some
+ * tap (a chunk of one row reading only pads had its staged x box inverted). dX walks a
+ * position's taps: every input position must read dy inside through some tap of its phase (a
+ * position whose phase has no tap reads nothing either way). */
 inline bool every_walk_reads_inside(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
   const int64_t pad = g.pads[2 * i];
@@ -276,6 +278,10 @@ inline bool every_walk_reads_inside(const Problem& p, int i) {
   for (int64_t k = 0; k < g.kernel[i]; ++k)
     if (inside_share_1d(p.op, g.in[i], g.out[i], 1, g.stride[i], g.dilation[i],
                         pad - k * g.dilation[i]) == 0)
+      return false;
+  for (int64_t pos = 0; pos < g.out[i]; ++pos)  // output position pos alone
+    if (inside_share_1d(p.op, g.in[i], 1, g.kernel[i], g.stride[i], g.dilation[i],
+                        pad - pos * g.stride[i]) == 0)
       return false;
   return true;
 }
@@ -295,7 +301,9 @@ inline bool every_walk_reads_inside(const Problem& p, int i) {
  * dW keeps a dim's pad taps where one of its taps reads nothing but pads: leaving them out
  * would empty that tap's loops, and Halide's bounds of emptied loops asked x read in place for
  * rows outside it (depth -3 on a public case, 4 taps of dilation 4 over pads of 3; depth 6 of 5
- * on a random one), which the input's bounds check refused. xr reads zeros in such a dim.
+ * on a random one), which the input's bounds check refused; likewise where an output position
+ * reads nothing but pads (dw_tiled with x staged per one-row chunk: "Allocation xr has a size
+ * greater than 2^31: -1024" on a random depthwise geometry). xr reads zeros in such a dim.
  * dX keeps a dim's pad taps where an input position reads dy through none of its taps: leaving
  * them out emptied those positions' tap loops, and Halide's box of the staged dy came out
  * inverted, a negative allocation it rejects at compile time (random geometries: depth 3 with
