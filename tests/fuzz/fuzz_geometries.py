@@ -63,20 +63,6 @@ def runs(geo, dtype):
     return out
 
 
-def check(geo, op, schedule, variant, dtype, rng):
-    what = f"{geo.name} {op} {dtype} {schedule} [{variant}]"
-    if op == "dW":
-        x = O.random_data(rng, geo.x_shape, dtype)
-        dy = O.random_data(rng, geo.dy_shape, dtype)
-        raw = O.run_dw(geo, x, dy, dtype, schedule=schedule, variant=variant)
-        O.check_dw(raw, O.ref_dw(x, dy, geo), geo, what=what)
-    else:
-        w = O.random_data(rng, geo.w_shape, dtype)
-        dy = O.random_data(rng, geo.dy_shape, dtype)
-        raw = O.run_dx(geo, w, dy, dtype, res_dtype="float32", schedule=schedule, variant=variant)
-        O.check_dx(raw, O.ref_dx(w, dy, geo), geo, "float32", what=what)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=100, help="geometries drawn")
@@ -102,7 +88,7 @@ def main(argv=None):
         for op, schedule, variant in runs(geo, dtype):
             computations += 1
             try:
-                check(geo, op, schedule, variant, dtype, rng)
+                O.check_op(geo, op, dtype, rng, schedule, variant)
             except Exception as e:  # a finding: report it with its geometry, go on
                 if variant == PAIRS and type(e).__name__ == "UserError":
                     computations -= 1  # the pair form does not apply here: refused, as it should

@@ -442,6 +442,20 @@ def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None, variant=""):
     return kernel(x6, dy6)
 
 
+def check_op(geo, op, dtype, rng, schedule=None, variant="", what=""):
+    """Draws `dtype`-exact data with `rng`, runs tbex's `op` ("dW", or "dX" with an fp32 result)
+    with `schedule` / `variant` (None: "auto") and checks it against the float64 oracle."""
+    what = what or f"{geo.name} {op} {dtype} {schedule or 'auto'} [{variant}]"
+    dy = random_data(rng, geo.dy_shape, dtype)
+    if op == "dW":
+        x = random_data(rng, geo.x_shape, dtype)
+        raw = run_dw(geo, x, dy, dtype, schedule=schedule, variant=variant)
+        return check_dw(raw, ref_dw(x, dy, geo), geo, what=what)
+    w = random_data(rng, geo.w_shape, dtype)
+    raw = run_dx(geo, w, dy, dtype, res_dtype="float32", schedule=schedule, variant=variant)
+    return check_dx(raw, ref_dx(w, dy, geo), geo, "float32", what=what)
+
+
 def dw_result(geo, para_extra=None, dtype="float32"):
     """The DSL result of tbex's dW for `geo` with `dtype` inputs (shapes only: nothing runs)."""
     return dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), dtype, para_extra)[2]

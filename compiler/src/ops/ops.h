@@ -259,7 +259,8 @@ inline double inside_share(const Problem& p, int i) {
 }
 
 /** Whether leaving out p's dim i pairs whose operand is outside leaves every loop of the
- * reduction's inner walk non-empty. dW walks the taps outside the positions, and its tiles
+ * reduction's inner walk non-empty. dW (and the forward conv, the same walk) walks the taps
+ * outside the positions, and its tiles
  * stage x per chunk of output rows: every tap must read x inside at some output position (tap
  * k alone is one tap over pads shifted by k*dilation), and every output position through some
  * tap (a chunk of one row reading only pads had its staged x box inverted). dX walks a
@@ -308,12 +309,11 @@ inline bool every_walk_reads_inside(const Problem& p, int i) {
  * them out emptied those positions' tap loops, and Halide's box of the staged dy came out
  * inverted, a negative allocation it rejects at compile time (random geometries: depth 3 with
  * slices 0 and 1 reading only pads; depth 2 whose every tap reads pads, where every schedule
- * failed). Both rules are every_walk_reads_inside. The forward conv leaves out every pad tap:
- * 350 random forward geometries and a depth whose every tap reads pads met no such failure. */
+ * failed). Both rules are every_walk_reads_inside; the forward conv, which walks as dW does
+ * and reads zero-padded x, follows dW's. */
 inline bool skips_outside(const Problem& p, int i) {
   const bool dw = p.op == OpKind::kBackpropFilter;
-  return inside_share(p, i) < 1 && (i < 2 || dw) &&
-         (p.op == OpKind::kForward || every_walk_reads_inside(p, i));
+  return inside_share(p, i) < 1 && (i < 2 || dw) && every_walk_reads_inside(p, i);
 }
 
 /** Whether dW's reduction keeps taps of p's dim i that read x's pads (some do, and skips_outside
