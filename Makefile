@@ -46,6 +46,7 @@ test-large: build
 # The forward conv has no Python entry: its random geometries are a GoogleTest, run longer here.
 fuzz-geometries: build
 	$(PY) tests/fuzz/fuzz_geometries.py --cases 400 --seed 1
+	$(PY) tests/fuzz/fuzz_geometries.py --tiles --dtypes bfloat16 --cases 100 --seed 2
 	TBEX_TEST_FWD_CASES=200 $(BUILD)/tests/cpp/tbex_forward_tests \
 	  --gtest_filter=ForwardKernel.RandomGeometriesMatchReference
 
