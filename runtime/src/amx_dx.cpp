@@ -14,6 +14,11 @@
  * depth inside the rows so that each dy row would come from memory once, ran 7% slower on
  * b_c3d: the Kh rows of every depth, the weights and the sums overflow L2.)
  *
+ * A whole tile (16 positions of one 16-lane block) is one contiguous 1 KB run of the 6HD output,
+ * so it is stored there straight from its register; only a row's ragged last tile goes through
+ * a buffer. (Emerald Rapids, one thread, interleaved runs on a noisy host: d_i3d dX bf16 median
+ * ~5.0 -> ~4.2 ms, c2 19.5 -> 17.4 ms.)
+ *
  * The tile loads' rows must not cross cache lines needlessly: dy's stage is (j, w, kc, ...) so a
  * tile of 16 positions is one contiguous kk*32-byte run, and weight tiles are kk/2 contiguous
  * 64-byte rows. */
@@ -75,11 +80,11 @@ struct AmxTiles {
     else _tile_dpbf16ps(3, 5, 7);
   }
   template <int C>
-  TBEX_AMX static void store(float* p) {
-    if constexpr (C == 0) _tile_stored(0, p, 64);
-    else if constexpr (C == 1) _tile_stored(1, p, 64);
-    else if constexpr (C == 2) _tile_stored(2, p, 64);
-    else _tile_stored(3, p, 64);
+  TBEX_AMX static void store(float* p, int64_t stride = 64) {
+    if constexpr (C == 0) _tile_stored(0, p, stride);
+    else if constexpr (C == 1) _tile_stored(1, p, stride);
+    else if constexpr (C == 2) _tile_stored(2, p, stride);
+    else _tile_stored(3, p, stride);
   }
 };
 
@@ -127,8 +132,9 @@ struct EmulatedTiles {
       }
   }
   template <int C>
-  static void store(float* p) {
-    std::memcpy(p, state().acc[C], sizeof state().acc[C]);
+  static void store(float* p, int64_t stride = 64) {
+    for (int r = 0; r < kRows; ++r)
+      std::memcpy(reinterpret_cast<uint8_t*>(p) + r * stride, state().acc[C][r], 64);
   }
 };
 
@@ -147,7 +153,8 @@ struct Frame {
  * every tap and channel chunk of row (h, d, b). Accumulator (i, j) is tile i*2 + j; `sums`
  * receives them as [i*2 + j][16 rows][16 lanes]. */
 template <class T, int MP, int NB>
-TBEX_AMX void block(const Frame& f, int w, int h, int d, int b, int g, int c1, float* sums) {
+TBEX_AMX void block(const Frame& f, int w, int h, int d, int b, int g, int c1, float* const* dst,
+                    const int64_t* dst_stride) {
   T::template zero<0>();
   if constexpr (NB > 1) T::template zero<1>();
   if constexpr (MP > 1) T::template zero<2>();
@@ -185,10 +192,10 @@ TBEX_AMX void block(const Frame& f, int w, int h, int d, int b, int g, int c1, f
       }
     }
   }
-  T::template store<0>(sums);
-  if constexpr (NB > 1) T::template store<1>(sums + 256);
-  if constexpr (MP > 1) T::template store<2>(sums + 512);
-  if constexpr (MP > 1 && NB > 1) T::template store<3>(sums + 768);
+  T::template store<0>(dst[0], dst_stride[0]);
+  if constexpr (NB > 1) T::template store<1>(dst[1], dst_stride[1]);
+  if constexpr (MP > 1) T::template store<2>(dst[2], dst_stride[2]);
+  if constexpr (MP > 1 && NB > 1) T::template store<3>(dst[3], dst_stride[3]);
 }
 
 /** Runs `block` for every row, block pair and tile pair of the output region. */
@@ -200,6 +207,12 @@ TBEX_AMX void run(const Frame& f, int cin1_g, halide_buffer_t* out) {
   const int tiles = (W + kRows - 1) / kRows;
   alignas(64) float sums[4 * kRows * 16];
   auto* base = reinterpret_cast<float*>(out->host);
+  // The output of 16 positions from wi, block c1, row (h, d, b): 16 rows o[1].stride apart.
+  auto at = [&](int wi, int c1, int h, int d, int b) {
+    return base + int64_t(wi - w0) * o[1].stride + int64_t(h - o[2].min) * o[2].stride +
+           int64_t(c1 - o[3].min) * o[3].stride + int64_t(d - o[4].min) * o[4].stride +
+           int64_t(b - o[5].min) * o[5].stride;
+  };
   for (int b = o[5].min; b < o[5].min + o[5].extent; ++b)
     for (int d = o[4].min; d < o[4].min + o[4].extent; ++d)
       for (int h = o[2].min; h < o[2].min + o[2].extent; ++h)
@@ -209,20 +222,28 @@ TBEX_AMX void run(const Frame& f, int cin1_g, halide_buffer_t* out) {
           const int nb = (c1 + 1 < o[3].min + o[3].extent && (c1 + 1) / cin1_g == g) ? 2 : 1;
           for (int t = 0; t < tiles; t += 2) {
             const int mp = std::min(2, tiles - t), w = w0 + t * kRows;
-            if (mp == 2 && nb == 2) block<T, 2, 2>(f, w, h, d, b, g, c1, sums);
-            else if (mp == 2) block<T, 2, 1>(f, w, h, d, b, g, c1, sums);
-            else if (nb == 2) block<T, 1, 2>(f, w, h, d, b, g, c1, sums);
-            else block<T, 1, 1>(f, w, h, d, b, g, c1, sums);
+            // A whole tile is stored straight into the output; a ragged one (past the row's
+            // end) into `sums`, its valid rows copied out after.
+            float* dst[4];
+            int64_t stride[4];
+            for (int i = 0; i < 2; ++i)
+              for (int j = 0; j < 2; ++j) {
+                const int wi = w + i * kRows;
+                const bool whole = w0 + W - wi >= kRows;
+                dst[i * 2 + j] = whole ? at(wi, c1 + j, h, d, b) : sums + (i * 2 + j) * kRows * 16;
+                stride[i * 2 + j] = whole ? int64_t(o[1].stride) * 4 : 64;
+              }
+            if (mp == 2 && nb == 2) block<T, 2, 2>(f, w, h, d, b, g, c1, dst, stride);
+            else if (mp == 2) block<T, 2, 1>(f, w, h, d, b, g, c1, dst, stride);
+            else if (nb == 2) block<T, 1, 2>(f, w, h, d, b, g, c1, dst, stride);
+            else block<T, 1, 1>(f, w, h, d, b, g, c1, dst, stride);
             for (int i = 0; i < mp; ++i)
               for (int j = 0; j < nb; ++j) {
-                const float* s = sums + (i * 2 + j) * kRows * 16;
-                const int wi = w + i * kRows, n = std::min(kRows, w0 + W - wi);
-                float* dst = base + int64_t(wi - w0) * o[1].stride +
-                             int64_t(h - o[2].min) * o[2].stride +
-                             int64_t(c1 + j - o[3].min) * o[3].stride +
-                             int64_t(d - o[4].min) * o[4].stride +
-                             int64_t(b - o[5].min) * o[5].stride;
-                for (int r = 0; r < n; ++r) std::memcpy(dst + int64_t(r) * o[1].stride, s + r * 16, 64);
+                const float* s = dst[i * 2 + j];
+                if (s != sums + (i * 2 + j) * kRows * 16) continue;  // stored in place
+                const int wi = w + i * kRows, n = w0 + W - wi;
+                float* o_ij = at(wi, c1 + j, h, d, b);
+                for (int r = 0; r < n; ++r) std::memcpy(o_ij + int64_t(r) * o[1].stride, s + r * 16, 64);
               }
           }
           c1 += nb;

@@ -463,13 +463,8 @@ def dw_result(geo, para_extra=None, dtype="float32"):
 
 def dx_result(geo, para_extra=None, dtype="float32"):
     """The DSL result of tbex's dX (fp32 result) for `geo` with `dtype` inputs (shapes only)."""
-    from tbex import dsl, tvm
-    fz = to_fz3d(to_dtype(np.zeros(geo.w_shape), dtype), geo.groups)
-    dy6 = to_6hd(to_dtype(np.zeros(geo.dy_shape), dtype))
     extra = dict(para_extra or {}, res_dtype="float32")
-    return dsl.conv3d_backprop_input(tvm.placeholder(fz.shape, name="filter", dtype=dtype),
-                                     tvm.placeholder(dy6.shape, name="dy", dtype=dtype),
-                                     geo.dx_filter_size(), geo.dx_input_size(), geo.dx_para(**extra))
+    return dx_tensors(geo, np.zeros(geo.w_shape), np.zeros(geo.dy_shape), dtype, extra)[1]
 
 
 def candidates(geo, op, schedule, para_extra=None, dtype="float32"):
@@ -487,20 +482,17 @@ def ranked_schedules(geo, op, para_extra=None, dtype="float32"):
     return dsl.auto_schedule(res).rank()
 
 
-def run_dx(geo, w64, dy64, dtype, res_dtype=None, schedule=None, bias=None, bias_dtype="float32",
-           para_extra=None, variant=""):
-    """Builds and runs tbex dX. res_dtype None means: leave it out (default float16); `variant`:
-    a tile variant of the named `schedule`."""
+def dx_tensors(geo, w64, dy64, dtype, extra, bias=None, bias_dtype="float32"):
+    """(placeholders, the dX result tensor, the kernel's arguments) of tbex dX: the filter in
+    FRACTAL_Z_3D and dy in 6HD, plus a bias of `bias_dtype` when `bias` is given; `extra`: the
+    para_dict's other entries."""
     from tbex import dsl, tvm
     fz = to_fz3d(to_dtype(w64, dtype), geo.groups)
     dy6 = to_6hd(to_dtype(dy64, dtype))
     fp = tvm.placeholder(fz.shape, name="filter", dtype=dtype)
     dyp = tvm.placeholder(dy6.shape, name="dy", dtype=dtype)
-    extra = dict(para_extra or {})
-    if res_dtype is not None:
-        extra["res_dtype"] = res_dtype
-    args = [fz, dy6]
-    tensors = [fp, dyp]
+    extra = dict(extra)
+    args, tensors = [fz, dy6], [fp, dyp]
     if bias is not None:
         bp = tvm.placeholder((geo.cin,), name="bias", dtype=bias_dtype)
         extra["tensor_bias"] = bp
@@ -508,6 +500,18 @@ def run_dx(geo, w64, dy64, dtype, res_dtype=None, schedule=None, bias=None, bias
         tensors.append(bp)
     res = dsl.conv3d_backprop_input(fp, dyp, geo.dx_filter_size(), geo.dx_input_size(),
                                     geo.dx_para(**extra))
+    return tensors, res, args
+
+
+def run_dx(geo, w64, dy64, dtype, res_dtype=None, schedule=None, bias=None, bias_dtype="float32",
+           para_extra=None, variant=""):
+    """Builds and runs tbex dX. res_dtype None means: leave it out (default float16); `variant`:
+    a tile variant of the named `schedule`."""
+    from tbex import dsl
+    extra = dict(para_extra or {})
+    if res_dtype is not None:
+        extra["res_dtype"] = res_dtype
+    tensors, res, args = dx_tensors(geo, w64, dy64, dtype, extra, bias, bias_dtype)
     expect_dtype = res_dtype or "float16"
     assert tuple(res.shape) == geo.dx_out_shape(), (tuple(res.shape), geo.dx_out_shape())
     assert str(res.dtype) == expect_dtype, res.dtype
