@@ -150,8 +150,8 @@ struct Frame {
 };
 
 /** One block: MP position tiles (starting at output position w) x NB input blocks (from c1),
- * every tap and channel chunk of row (h, d, b). Accumulator (i, j) is tile i*2 + j; `sums`
- * receives them as [i*2 + j][16 rows][16 lanes]. */
+ * every tap and channel chunk of row (h, d, b). Accumulator (i, j) is tile i*2 + j, stored at
+ * dst[i*2 + j] as 16 rows (positions) of 16 lanes, dst_stride[i*2 + j] bytes apart. */
 template <class T, int MP, int NB>
 TBEX_AMX void block(const Frame& f, int w, int h, int d, int b, int g, int c1, float* const* dst,
                     const int64_t* dst_stride) {
@@ -205,7 +205,8 @@ TBEX_AMX void run(const Frame& f, int cin1_g, halide_buffer_t* out) {
   const halide_dimension_t* o = out->dim;  // (c0, w, h, c1, d, b)
   const int W = o[1].extent, w0 = o[1].min;
   const int tiles = (W + kRows - 1) / kRows;
-  alignas(64) float sums[4 * kRows * 16];
+  constexpr int kTile = kRows * 16;  // floats of one accumulator tile
+  alignas(64) float sums[4 * kTile];
   auto* base = reinterpret_cast<float*>(out->host);
   // The output of 16 positions from wi, block c1, row (h, d, b): 16 rows o[1].stride apart.
   auto at = [&](int wi, int c1, int h, int d, int b) {
@@ -224,23 +225,20 @@ TBEX_AMX void run(const Frame& f, int cin1_g, halide_buffer_t* out) {
             const int mp = std::min(2, tiles - t), w = w0 + t * kRows;
             // A whole tile is stored straight into the output; a ragged one (past the row's
             // end) into `sums`, its valid rows copied out after.
-            float* dst[4];
-            int64_t stride[4];
-            for (int i = 0; i < 2; ++i)
-              for (int j = 0; j < 2; ++j) {
-                const int wi = w + i * kRows;
-                const bool whole = w0 + W - wi >= kRows;
-                dst[i * 2 + j] = whole ? at(wi, c1 + j, h, d, b) : sums + (i * 2 + j) * kRows * 16;
-                stride[i * 2 + j] = whole ? int64_t(o[1].stride) * 4 : 64;
-              }
+            float* dst[4] = {sums, sums + kTile, sums + 2 * kTile, sums + 3 * kTile};
+            int64_t stride[4] = {64, 64, 64, 64};
+            for (int i = 0; i < mp; ++i)
+              for (int j = 0; j < nb; ++j)
+                if (const int wi = w + i * kRows; w0 + W - wi >= kRows)
+                  dst[i * 2 + j] = at(wi, c1 + j, h, d, b), stride[i * 2 + j] = int64_t(o[1].stride) * 4;
             if (mp == 2 && nb == 2) block<T, 2, 2>(f, w, h, d, b, g, c1, dst, stride);
             else if (mp == 2) block<T, 2, 1>(f, w, h, d, b, g, c1, dst, stride);
             else if (nb == 2) block<T, 1, 2>(f, w, h, d, b, g, c1, dst, stride);
             else block<T, 1, 1>(f, w, h, d, b, g, c1, dst, stride);
             for (int i = 0; i < mp; ++i)
               for (int j = 0; j < nb; ++j) {
-                const float* s = dst[i * 2 + j];
-                if (s != sums + (i * 2 + j) * kRows * 16) continue;  // stored in place
+                const float* s = sums + (i * 2 + j) * kTile;
+                if (dst[i * 2 + j] != s) continue;  // stored in place
                 const int wi = w + i * kRows, n = w0 + W - wi;
                 float* o_ij = at(wi, c1 + j, h, d, b);
                 for (int r = 0; r < n; ++r) std::memcpy(o_ij + int64_t(r) * o[1].stride, s + r * 16, 64);
