@@ -15,9 +15,9 @@
  * b_c3d: the Kh rows of every depth, the weights and the sums overflow L2.)
  *
  * A whole tile (16 positions of one 16-lane block) is one contiguous 1 KB run of the 6HD output,
- * so it is stored there straight from its register; only a row's ragged last tile goes through
- * a buffer. (Emerald Rapids, one thread, interleaved runs on a noisy host: d_i3d dX bf16 median
- * ~5.0 -> ~4.2 ms, c2 19.5 -> 17.4 ms.)
+ * so it is stored there straight from its register: no round trip through a buffer whose vector
+ * reloads wait for the tile store (bench/RESULTS.md, Emerald Rapids with AMX). Only a row's
+ * ragged last tile goes through the buffer.
  *
  * The tile loads' rows must not cross cache lines needlessly: dy's stage is (j, w, kc, ...) so a
  * tile of 16 positions is one contiguous kk*32-byte run, and weight tiles are kk/2 contiguous
