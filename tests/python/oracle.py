@@ -419,7 +419,8 @@ def check_dx(raw, ref_x, geo, res_dtype, what="dX"):
 
 
 def dw_tensors(geo, x64, dy64, dtype, para_extra=None):
-    """(placeholders x and dy, the dW result tensor, x and dy in 6HD) of tbex dW."""
+    """(placeholders x and dy, the dW result tensor, the kernel's arguments: x and dy in 6HD)
+    of tbex dW, as dx_tensors."""
     from tbex import dsl, tvm
     x6 = to_6hd(to_dtype(x64, dtype))
     dy6 = to_6hd(to_dtype(dy64, dtype))
@@ -428,18 +429,18 @@ def dw_tensors(geo, x64, dy64, dtype, para_extra=None):
     res = dsl.conv3d_backprop_filter(xp, dyp, geo.dw_filter_size(), geo.dw_para(**(para_extra or {})))
     assert tuple(res.shape) == geo.dw_out_shape(), (tuple(res.shape), geo.dw_out_shape())
     assert str(res.dtype) == "float32", res.dtype
-    return xp, dyp, res, x6, dy6
+    return [xp, dyp], res, [x6, dy6]
 
 
 def run_dw(geo, x64, dy64, dtype, schedule=None, para_extra=None, variant=""):
     """Builds and runs tbex dW for float64 data already representable in `dtype` (`variant`: a
     tile variant of the named `schedule`)."""
     from tbex import dsl
-    xp, dyp, res, x6, dy6 = dw_tensors(geo, x64, dy64, dtype, para_extra)
+    tensors, res, args = dw_tensors(geo, x64, dy64, dtype, para_extra)
     sch = (dsl.auto_schedule(res) if schedule is None
            else dsl.auto_schedule(res, schedule=schedule, variant=variant))
-    kernel = dsl.build(sch, {"name": "dw_" + (geo.name or "k"), "tensor_list": [xp, dyp, res]})
-    return kernel(x6, dy6)
+    kernel = dsl.build(sch, {"name": "dw_" + (geo.name or "k"), "tensor_list": tensors + [res]})
+    return kernel(*args)
 
 
 def check_op(geo, op, dtype, rng, schedule=None, variant="", what=""):
@@ -458,7 +459,7 @@ def check_op(geo, op, dtype, rng, schedule=None, variant="", what=""):
 
 def dw_result(geo, para_extra=None, dtype="float32"):
     """The DSL result of tbex's dW for `geo` with `dtype` inputs (shapes only: nothing runs)."""
-    return dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), dtype, para_extra)[2]
+    return dw_tensors(geo, np.zeros(geo.x_shape), np.zeros(geo.dy_shape), dtype, para_extra)[1]
 
 
 def dx_result(geo, para_extra=None, dtype="float32"):

@@ -260,12 +260,11 @@ inline double inside_share(const Problem& p, int i) {
 
 /** Whether leaving out p's dim i pairs whose operand is outside leaves every loop of the
  * reduction's inner walk non-empty. dW (and the forward conv, the same walk) walks the taps
- * outside the positions, and its tiles
- * stage x per chunk of output rows: every tap must read x inside at some output position (tap
- * k alone is one tap over pads shifted by k*dilation), and every output position through some
- * tap (a chunk of one row reading only pads had its staged x box inverted). dX walks a
- * position's taps: every input position must read dy inside through some tap of its phase (a
- * position whose phase has no tap reads nothing either way). */
+ * outside the positions, and its tiles stage x per chunk of output rows: every tap must read x
+ * inside at some output position (tap k alone is one tap over pads shifted by k*dilation), and
+ * every output position through some tap (a chunk of one row reading only pads had its staged
+ * x box inverted). dX walks a position's taps: every input position must read dy inside
+ * through some tap of its phase (a position whose phase has no tap reads nothing either way). */
 inline bool every_walk_reads_inside(const Problem& p, int i) {
   const ConvGeometry& g = p.geo;
   const int64_t pad = g.pads[2 * i];
