@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "schedules/tiling.h"
+
 namespace tbex::sched {
 
 using namespace Halide;
@@ -17,6 +19,40 @@ std::string amx_dx_pairs_why_not(const Problem& p) {
   if (!ops::bf16_pairs(p))
     return "cout_g " + std::to_string(p.group.cout_g) + " is odd: tile rows hold channel pairs";
   return "";
+}
+
+std::string amx_dw_why_not(const Problem& p) {
+  if (p.in_dtype != DType::kBFloat16) return "bf16 inputs only (AMX-BF16 tiles multiply bf16)";
+  if (p.group.cout_g % 16 != 0)
+    return "cout_g " + std::to_string(p.group.cout_g) + " is not a multiple of 16 (whole tiles)";
+  if (const std::string why = dw_accumulator_why_not(p); !why.empty()) return why;
+  // Halide 21 lowers no tile multiply of so few positions (Wo = 2 was rejected), and such
+  // rows would leave the unit mostly idle.
+  if (ops::dw_k_step(p) < 6)
+    return "rows of " + std::to_string(p.geo.out[2]) +
+           " output positions: a tile multiply would take fewer than 6";
+  return amx_offsets_why_not(2 * std::max(padded_x_elems(p), dy_elems(p)));
+}
+
+void schedule_tile_x(ops::DwAlgorithm& a, const Problem& p) {
+  // The transpose: words of four lanes scattered along positions, then split into rows of the
+  // widest vector whose round-up pads a row least.
+  const int64_t row = ceil_div(padded_w(p), p.geo.stride[2]);
+  int lanes = 32;
+  for (int v : {16, 8})
+    if (ceil_div(row, v) * v < ceil_div(row, lanes) * lanes) lanes = v;
+  a.xT.vectorize(a.wq, lanes, TailStrategy::RoundUp).unroll(a.c0);
+  a.xq.compute_at(a.xT, a.h).reorder(a.q, a.wq).vectorize(a.q).unroll(a.wq, 4, TailStrategy::RoundUp);
+}
+
+void price_one_accumulator(LoopNest& n, const Machine& m) {
+  n.tile.unit_cycles = 2 * kBlockMultiplyCost * m.tile_multiply_cycles;
+  n.visit_cycles = kBlockDrainCost / 4 * m.tile_multiply_cycles;
+}
+
+double root_stage_ops(const Problem& p, double x_elems, double dy_elems, const Machine& m) {
+  constexpr double kCyclesPerElement = 2;
+  return kCyclesPerElement * (x_elems * p.geo.stride[2] + dy_elems) * m.issue;
 }
 
 RegisterTile amx_step(int a_rows, int kk, const Machine& m) {

@@ -26,7 +26,7 @@ namespace {
 using namespace Halide;
 
 struct AmxDwTiles {
-  int kk = 2;      ///< positions per tile multiply: the largest even divisor of We up to 32
+  int kk = 2;      ///< positions per tile multiply (ops::dw_k_step)
   int ch = 1;      ///< output rows per reduction chunk (divides Ho)
   int parts = 1;   ///< reduction split into this many partial sums (dw_parts; not the threads)
   int64_t tiles = 1;
@@ -36,17 +36,12 @@ struct AmxDwTiles {
   int row_extent = 16;  ///< rows of the tiles along the row dim: 16 lanes, or whole tiles of tap rows
 };
 
-int padded_row(const Problem& p) { return (int)(p.geo.out[2] + p.geo.out[2] % 2); }
 
 AmxDwTiles tiles_of(const Problem& p) {
   const ConvGeometry& g = p.geo;
   AmxDwTiles t;
-  const int we = padded_row(p);
-  for (int k = std::min(32, we); k >= 2; --k)
-    if (k % 2 == 0 && we % k == 0) {
-      t.kk = k;
-      break;
-    }
+  const int we = ops::dw_padded_row(p);
+  t.kk = ops::dw_k_step(p);
   // ~512 positions per chunk amortize reading the tile back; a chunk's rows stay in L2.
   t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, 512 / we));
   t.tiles = (p.group.cout_g / 16) * g.kernel[2] * g.kernel[1] * p.group.cin1_g * g.kernel[0] *
@@ -77,26 +72,14 @@ class DwAmx final : public AmxTileSchedule<ops::DwAlgorithm> {
  public:
   std::string name() const override { return "dw_amx"; }
   std::string why_not(const Problem& p) const override {
-    if (p.in_dtype != DType::kBFloat16) return "bf16 inputs only (AMX-BF16 tiles multiply bf16)";
-    if (p.group.cout_g % 16 != 0)
-      return "cout_g " + std::to_string(p.group.cout_g) + " is not a multiple of 16 (whole tiles)";
-    if (const std::string why = dw_accumulator_why_not(p); !why.empty()) return why;
-    // Halide 21 lowers no tile multiply of so few positions (Wo = 2 was rejected), and such
-    // rows would leave the unit mostly idle.
-    if (tiles_of(p).kk < 6)
-      return "rows of " + std::to_string(p.geo.out[2]) +
-             " output positions: a tile multiply would take fewer than 6";
-    const ConvGeometry& g = p.geo;
-    const double x_bytes = 2.0 * g.n * g.in[0] * (g.in[1] + g.pads[2] + g.pads[3]) * padded_w(p) *
-                           g.cin1() * 16;
-    return amx_offsets_why_not(std::max(x_bytes, dy_elems(p) * 2));
+    return amx_dw_why_not(p);
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const AmxDwTiles t = tiles_of(p);
     std::ostringstream s;
     s << "AMX-BF16 tile " << (t.tap_rows ? "16 (kw, lane) rows" : "16c0") << " x 16n, " << t.kk << " positions per tile multiply, " << t.tiles
       << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
-      << padded_row(p) << " cols, "
+      << ops::dw_padded_row(p) << " cols, "
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
       << "x staged transposed " << (t.x_root ? "once" : "per chunk") << ", dy as position pairs"
       << (t.tap_rows ? ", rows (kw, lane): " + std::to_string(t.tap_rows) + " real" : "");
@@ -110,12 +93,17 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
   const ConvGeometry& g = p.geo;
   const GroupDict& gd = p.group;
   const AmxDwTiles t = tiles_of(p);
-  const int we = padded_row(p);
+  const int we = ops::dw_padded_row(p);
   LoopNest n;
   n.threads = ctx.threads;
   // A step: the x tile (16 lane rows) and the dy tile, one tile multiply.
   const Machine m = Machine::of(ctx.target);
   n.tile = amx_step(16, t.kk, m);
+  // Tap rows read a chunk's small copy of x (xTk: a few lanes) from L1, and a multiply at the
+  // unit's rate held for them (the stem: 23 ms predicted, 25.7 measured on Emerald Rapids with
+  // AMX). The fits include staging x at root (x_root): not priced apart as dw_amx_blocked's
+  // root_stage_ops.
+  if (!t.tap_rows) price_one_accumulator(n, m);
   n.steps_per_visit = double(t.ch) * we / t.kk;
   n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
   // A visit streams ch rows of x (16 lanes, the row's positions) and of dy (16 channels).
@@ -128,7 +116,7 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
   // Passes: staging each chunk (x transposed, dy as pairs, both bf16; split over tiles, by every
   // thread for its own), the output stage with the partial sums, and the per-chunk additions of
   // the tile read back.
-  const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
+  const double x_elems = padded_x_elems(p);
   const double stagers = tile_stagers(t.tiles, ctx.threads, t.parts, p.group.real_g);
   const double x_staged = t.x_root ? x_elems / stagers : x_elems * t.restage;
   n.pass_bytes = stagers * (x_staged + dy_elems(p)) * (input_bytes(p) + 2) +
@@ -184,14 +172,7 @@ void DwAmx::apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) con
   } else {
     a.xT.compute_at(red.body, red.chunk);
   }
-  // The transpose: words of four lanes scattered along positions, then split into rows of the
-  // widest vector whose round-up pads a row least.
-  const int64_t row = ceil_div(padded_w(p), p.geo.stride[2]);
-  int lanes = 32;
-  for (int v : {16, 8})
-    if (ceil_div(row, v) * v < ceil_div(row, lanes) * lanes) lanes = v;
-  a.xT.vectorize(a.wq, lanes, TailStrategy::RoundUp).unroll(a.c0);
-  a.xq.compute_at(a.xT, a.h).reorder(a.q, a.wq).vectorize(a.q).unroll(a.wq, 4, TailStrategy::RoundUp);
+  schedule_tile_x(a, p);
   a.dyV.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(a.n, 16);
 
   amx_tile(red.intm, red.body, tgi, a.n, rows, a.rt[0], t.kk, {red.rows});

@@ -315,7 +315,7 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
   // output stage, and adding the partial sums. Unsplit, every tile group (thread) stages every
   // chunk for its own tiles (the blocks of its real groups: tile_stagers).
-  const double x_elems = double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
+  const double x_elems = padded_x_elems(p);
   // The pair form stages each x row twice (as a pair's first and second row), in bf16.
   // A chunk of db depth slices stages the x slices their kd taps share once.
   const double restage = double(x_slices_of(p, t.db)) / (t.db * g.stride[0]) * x_rows /

@@ -54,14 +54,6 @@ class DxAmxBlocked final : public AmxTileSchedule<ops::DxAlgorithm> {
   Estimate estimate(const Problem& p, const Context& ctx) const override;
 };
 
-/** The blocked kernel's costs in dependent tile multiplies (Machine::tile_multiply_cycles), as
- * measured on Sapphire Rapids by calling tbex_amx_dx on staged buffers (2 x 2 blocks; c2: 2048
- * visits of 54 steps 4.48 ms, b_c3d: 7168 of 108 steps 30.0 ms; c1 and a 32^3 layer of 32
- * channels, 27 steps, ran 1.49 and 1.37 us a visit, 20% above this line): a multiply with its
- * operands streamed as the kernel streams them (dy rows from L1 across kw, the weights from L2)
- * 1.94, so no memory term is added; a visit's drain (its stores and the next visit's zeroing
- * wait for the multiplies in flight) 54. */
-constexpr double kMultiplyCost = 1.94, kDrainCost = 54;
 
 Estimate DxAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   const ConvGeometry& g = p.geo;
@@ -76,14 +68,18 @@ Estimate DxAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   // A step: one channel chunk of one tap, 4 tile multiplies on two dy and two weight tiles
   // (fewer at a ragged edge or with one block per group). The measured rate covers the operand
   // stream (dy rows from L1 across kw, weights from L2), so no memory term is added.
-  const double multiplies = double(tiles) * g.cin1() / double(tile_pairs * block_pairs);
+  // The operand tiles' loads bound a step (kBlockMultiplyCost each: one per multiply in a
+  // 2 x 2 block, three per two with one block per group, as e1's groups of 16 channels have:
+  // 1.45 ms there against dx_amx's 1.17 on Emerald Rapids with AMX, which a multiply's price
+  // had ranked the other way).
+  const double loads = double(tiles) / tile_pairs + double(g.cin1()) / block_pairs;
   n.tile.fmas = 0;
   n.tile.loads = 2 * kTileRows + 2 * (kk / 2.0);
   n.tile.accumulators = 4, n.tile.operands = 0;
-  n.tile.unit_cycles = multiplies * kMultiplyCost * m.tile_multiply_cycles;
+  n.tile.unit_cycles = loads * kBlockMultiplyCost * m.tile_multiply_cycles;
   n.steps_per_visit = taps * gd.cout_g / kk;
   n.visits = double(g.n) * g.in[0] * g.in[1] * tile_pairs * block_pairs;
-  n.visit_cycles = kDrainCost * m.tile_multiply_cycles;
+  n.visit_cycles = kBlockDrainCost * m.tile_multiply_cycles;
   const double reach = double(g.kernel[2] - 1) * g.dilation[2];
   n.visit_footprint = int64_t(2 * 32.0 * gd.cout_g * taps +
                               (2 * kTileRows + reach) * gd.cout_g * 2 * g.kernel[0] * g.kernel[1]);

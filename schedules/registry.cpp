@@ -28,7 +28,7 @@ std::vector<std::string> names_of(const std::vector<const S*>& reg, bool own_onl
 const std::vector<const DwSchedule*>& dw_registry() {
   static const std::vector<const DwSchedule*> r = entries<DwSchedule>(
       {dw_diag_schedule(), dw_direct_schedule(), dw_cout_lanes_schedule(), dw_pointwise_schedule(),
-       dw_amx_schedule(), dw_tiled_schedule()},
+       dw_amx_blocked_schedule(), dw_amx_schedule(), dw_tiled_schedule()},
       dw_halide_auto_schedule, dw_reference_schedule());
   return r;
 }

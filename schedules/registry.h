@@ -92,6 +92,7 @@ const DwSchedule* dw_direct_schedule();
 const DwSchedule* dw_cout_lanes_schedule();
 const DwSchedule* dw_tiled_schedule();
 const DwSchedule* dw_amx_schedule();
+const DwSchedule* dw_amx_blocked_schedule();
 const DwSchedule* dw_pointwise_schedule();
 const DwSchedule* dw_reference_schedule();  // reference.cpp
 const DxSchedule* dx_diag_schedule();

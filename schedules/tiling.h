@@ -44,6 +44,13 @@ inline bool is_strided(const Problem& p) {
 }
 /** Width of x's padded frame (W + left and right pads). */
 inline int64_t padded_w(const Problem& p) { return p.geo.in[2] + p.geo.pads[4] + p.geo.pads[5]; }
+/** Elements of x (every block's 16 lanes) over its rows padded along h and w: what the dW
+ * schedules that stage x in the padded frame write (depth unpadded: taps reading its pads are
+ * left out of the reduction). */
+inline double padded_x_elems(const Problem& p) {
+  const ConvGeometry& g = p.geo;
+  return double(g.n) * g.in[0] * g.cin1() * 16 * (g.in[1] + g.pads[2] + g.pads[3]) * padded_w(p);
+}
 /** Rows of x (along h) that `ch` output rows read: (ch-1)*sh + (Kh-1)*dh + 1. */
 inline int64_t x_rows_of(const Problem& p, int64_t ch) {
   const ConvGeometry& g = p.geo;

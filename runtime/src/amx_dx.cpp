@@ -24,119 +24,15 @@
  * 64-byte rows. */
 #include "tbex/amx_dx.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "HalideRuntime.h"
+#include "amx_tiles.h"
 
 namespace {
 
-constexpr int kRows = 16;  // positions per tile (a whole tile register)
-
-#define TBEX_AMX __attribute__((target("amx-tile,amx-bf16")))
-
-/** The 64-byte tile configuration (palette 1): tiles 0-3 accumulators (16 x 16 fp32), 4-5 dy
- * (16 positions x kk channels), 6-7 weights (kk/2 channel pairs x 16 lanes x 2). */
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-/** The tile registers as AMX has them. Accumulator C (0-3) = i*2 + j multiplies dy tile 4 + i by
- * weight tile 6 + j. (GCC's tile intrinsics take the register number as a literal token.) */
-struct AmxTiles {
-  TBEX_AMX static void begin(int kk) {
-    TileConfig cfg;
-    for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = kRows;
-    for (int t = 4; t < 6; ++t) cfg.colsb[t] = uint16_t(kk * 2), cfg.rows[t] = kRows;
-    for (int t = 6; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = uint8_t(kk / 2);
-    _tile_loadconfig(&cfg);
-  }
-  TBEX_AMX static void end() { _tile_release(); }
-  template <int C>
-  TBEX_AMX static void zero() {
-    if constexpr (C == 0) _tile_zero(0);
-    else if constexpr (C == 1) _tile_zero(1);
-    else if constexpr (C == 2) _tile_zero(2);
-    else _tile_zero(3);
-  }
-  template <int T>
-  TBEX_AMX static void load(const uint8_t* p, int64_t stride) {
-    if constexpr (T == 4) _tile_loadd(4, p, stride);
-    else if constexpr (T == 5) _tile_loadd(5, p, stride);
-    else if constexpr (T == 6) _tile_loadd(6, p, stride);
-    else _tile_loadd(7, p, stride);
-  }
-  template <int C>
-  TBEX_AMX static void multiply() {
-    if constexpr (C == 0) _tile_dpbf16ps(0, 4, 6);
-    else if constexpr (C == 1) _tile_dpbf16ps(1, 4, 7);
-    else if constexpr (C == 2) _tile_dpbf16ps(2, 5, 6);
-    else _tile_dpbf16ps(3, 5, 7);
-  }
-  template <int C>
-  TBEX_AMX static void store(float* p, int64_t stride = 64) {
-    if constexpr (C == 0) _tile_stored(0, p, stride);
-    else if constexpr (C == 1) _tile_stored(1, p, stride);
-    else if constexpr (C == 2) _tile_stored(2, p, stride);
-    else _tile_stored(3, p, stride);
-  }
-};
-
-/** The same registers emulated in memory (TDPBF16PS: per fp32 lane, the products of bf16 pairs,
- * exact in fp32, added to the sum), so the kernel's loops run on any CPU. */
-struct EmulatedTiles {
-  struct State {
-    int kk = 32;
-    float acc[4][kRows][16];
-    uint16_t op[4][kRows][32];  // 4-5: dy rows (kk values), 6-7: weight rows (32 values)
-  };
-  static State& state() {
-    static thread_local State s;
-    return s;
-  }
-  static float bf16(uint16_t b) {
-    const uint32_t u = uint32_t(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  static void begin(int kk) { state().kk = kk; }
-  static void end() {}
-  template <int C>
-  static void zero() {
-    std::memset(state().acc[C], 0, sizeof state().acc[C]);
-  }
-  template <int T>
-  static void load(const uint8_t* p, int64_t stride) {
-    State& s = state();
-    const int rows = T < 6 ? kRows : s.kk / 2, bytes = T < 6 ? s.kk * 2 : 64;
-    for (int r = 0; r < rows; ++r) std::memcpy(s.op[T - 4][r], p + r * stride, size_t(bytes));
-  }
-  template <int C>
-  static void multiply() {
-    State& s = state();
-    const auto& a = s.op[C / 2];
-    const auto& b = s.op[2 + C % 2];
-    for (int m = 0; m < kRows; ++m)
-      for (int n = 0; n < 16; ++n) {
-        float sum = s.acc[C][m][n];
-        for (int k = 0; k < s.kk / 2; ++k)
-          sum += bf16(a[m][2 * k]) * bf16(b[k][2 * n]) + bf16(a[m][2 * k + 1]) * bf16(b[k][2 * n + 1]);
-        s.acc[C][m][n] = sum;
-      }
-  }
-  template <int C>
-  static void store(float* p, int64_t stride = 64) {
-    for (int r = 0; r < kRows; ++r)
-      std::memcpy(reinterpret_cast<uint8_t*>(p) + r * stride, state().acc[C][r], 64);
-  }
-};
+using namespace tbex::amx;
 
 /** Where the operands of one call live, in bytes and element strides. */
 struct Frame {

@@ -1,9 +1,9 @@
-// dX and dW of bf16 inputs on AMX-BF16 tiles (dx_amx, dx_amx_blocked, dw_amx). Native: compiled for the host where it has AMX
+// dX and dW of bf16 inputs on AMX-BF16 tiles (dx_amx, dx_amx_blocked, dw_amx, dw_amx_blocked). Native: compiled for the host where it has AMX
 // (avx512_sapphirerapids and the OS's grant of the tile state), TDPBF16PS asserted in the
 // assembly, against the float64 reference; skipped with the reason elsewhere. Portable: the tile
 // form's algorithm (use_tiles of DxAlgorithm / DwAlgorithm: the Funcs the schedules tile) under Halide's default
-// schedule for a target without AMX, and dx_amx_blocked's kernel on emulated tile registers
-// (tbex_amx_dx_emulated), against the same reference, on every machine. Inputs are
+// schedule for a target without AMX, and the blocked kernels on emulated tile registers
+// (tbex_amx_dx_emulated, tbex_amx_dw_emulated), against the same reference, on every machine. Inputs are
 // multiples of 1/8: every product and partial sum is exact in fp32, so any summation order gives
 // the reference to the last bit.
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 #include "schedules/cost_model.h"
 #include "schedules/registry.h"
 #include "tbex/amx.h"
+#include "tbex/amx_dw.h"
 #include "tbex/amx_dx.h"
 #include "tbex/tbex.h"
 #include "tbex/thread_pool.h"
@@ -146,6 +147,12 @@ const Case kDwCases[] = {
     {"few_lanes", 2, 3, 32, 1, {4, 9, 21}, {2, 3, 7}, {1, 2, 2}, {1, 1, 1}, {1, 0, 1, 1, 3, 3}},
     // 5 channels, Kw 3 dilated: 15 tap rows in one tile.
     {"few_lanes_dilated", 1, 5, 16, 1, {3, 6, 17}, {1, 2, 3}, {1, 1, 1}, {1, 1, 2}, {0, 0, 0, 1, 2, 2}},
+    // Two real groups of two input blocks and two output blocks each (dw_amx_blocked: its pairs
+    // never span two groups).
+    {"group_blocks", 2, 64, 64, 2, {3, 4, 10}, {2, 2, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}},
+    // 240 output rows of 6 positions: dw_amx_blocked's sums carried over two chunks of rows;
+    // three output blocks (a pair and a single one).
+    {"many_rows", 2, 32, 48, 1, {10, 12, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
 };
 
 class AmxDwTest : public ::testing::TestWithParam<int> {};
@@ -182,6 +189,38 @@ TEST_P(AmxDwTest, NativeTilesMatchReference) {
             std::string::npos)
       << c.name;
   test::check_bf16_dw(c, p, l.pipeline, l.args, l.target, 41);
+}
+
+TEST_P(AmxDwTest, PortableBlockedKernelMatchesReference) {
+  // dw_amx_blocked's extern stage run on emulated tile registers: its bounds query, pairs of
+  // entries and output blocks, chunks and offsets on every machine.
+  const Case& c = kDwCases[GetParam()];
+  const Problem p = dw_problem(c, DType::kBFloat16);
+  if (p.group.cout_g % 16 != 0) GTEST_SKIP() << c.name << ": output channels not in whole tiles";
+  ops::DwAlgorithm a = ops::define_backprop_filter(p);
+  a.use_blocks();
+  a.xT.bound(a.c0, 0, 16).compute_root();
+  a.dyV.compute_root();
+  a.ext.bound(a.c0, 0, 16).compute_root();  // (an extern computed inline is called per point)
+  Halide::Pipeline pipeline(a.out);
+  pipeline.set_jit_externs(
+      {{"tbex_amx_dw", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dw_emulated))}});
+  test::check_bf16_dw(c, p, pipeline, {a.x, a.dy}, without_amx(lower::host_target()), 41);
+}
+
+TEST_P(AmxDwTest, NativeBlockedKernelMatchesReference) {
+  if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
+  const Case& c = kDwCases[GetParam()];
+  const Problem p = dw_problem(c, DType::kBFloat16);
+  if (p.group.cout_g % 16 != 0) GTEST_SKIP() << c.name << ": output channels not in whole tiles";
+  const Halide::Target t = lower::host_target();
+  for (int threads : {1, 2}) {  // one call, and calls cut along a block dim
+    lower::Lowered l = lower::lower(p, lower::select(p, {"dw_amx_blocked", ""}, threads, t), threads, t);
+    ASSERT_EQ(l.schedule, "dw_amx_blocked");
+    EXPECT_TRUE(l.amx_tiles);
+    l.pipeline.set_jit_externs(codegen::jit_externs());
+    test::check_bf16_dw(c, p, l.pipeline, l.args, l.target, 41);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AmxDwTest, ::testing::Range(0, (int)std::size(kDwCases)),
@@ -280,10 +319,12 @@ TEST(Amx, AutoPicksTilesOnlyWhereTheTargetHasThem) {
     const std::string elsewhere = lower::select(p, {"auto", ""}, 1, without_amx(host)).schedule;
     EXPECT_TRUE(elsewhere != "dx_amx" && elsewhere != "dx_amx_blocked") << elsewhere;
     const Problem q = dw_problem(c, dt);
-    EXPECT_EQ(lower::select(q, {"auto", ""}, 1, host).schedule == "dw_amx",
+    const std::string dw_pick = lower::select(q, {"auto", ""}, 1, host).schedule;
+    EXPECT_EQ(dw_pick == "dw_amx" || dw_pick == "dw_amx_blocked",
               dt == DType::kBFloat16 && sched::has_amx_bf16(host))
-        << dtype_name(dt);
-    EXPECT_NE(lower::select(q, {"auto", ""}, 1, without_amx(host)).schedule, "dw_amx");
+        << dtype_name(dt) << ": " << dw_pick;
+    const std::string dw_elsewhere = lower::select(q, {"auto", ""}, 1, without_amx(host)).schedule;
+    EXPECT_TRUE(dw_elsewhere != "dw_amx" && dw_elsewhere != "dw_amx_blocked") << dw_elsewhere;
   }
 }
 
@@ -354,14 +395,46 @@ TEST(Amx, DwResultIsTheSameAtAnyThreadCount) {
   const test::Bf16Operands o = test::bf16_dw_operands(c, 51);
   std::vector<std::vector<float>> outs;
   const int before = num_threads();
-  for (int threads : {1, 2}) {
-    set_num_threads(threads);
-    auto k = compile(p, CompileOptions{"dw_amx"});
-    outs.emplace_back(test::count(p.dw_shape()), -7.0f);
-    k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
+  for (const char* s : {"dw_amx", "dw_amx_blocked"}) {
+    std::vector<std::vector<float>> outs;
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      auto k = compile(p, CompileOptions{s});
+      outs.emplace_back(test::count(p.dw_shape()), -7.0f);
+      k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
+    }
+    EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4)) << s;
   }
   set_num_threads(before);
-  EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4));
+}
+
+TEST(Amx, DwBlockedWhyNotNamesTheDtypeTheRowAndTheTarget) {
+  const auto why = [](const Problem& p, const Halide::Target& t) {
+    return tbex::why(sched::dw_registry(), "dw_amx_blocked", p, t);
+  };
+  const Halide::Target host = lower::host_target();
+  for (DType dt : {DType::kFloat32, DType::kFloat16})
+    EXPECT_NE(why(dw_problem(kDwCases[0], dt), host).find("bf16 inputs only"), std::string::npos);
+  // Rows of 4 output positions: a tile multiply would take 4.
+  const Case w4{"w4", 1, 16, 32, 1, {3, 4, 6}, {1, 2, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 1, 0, 0}};
+  EXPECT_NE(why(dw_problem(w4, DType::kBFloat16), host).find("rows of 4 output positions"),
+            std::string::npos);
+  EXPECT_NE(why(dw_problem(kDwCases[0], DType::kBFloat16), without_amx(host)).find("avx512_sapphirerapids"),
+            std::string::npos);
+}
+
+TEST(Amx, DwBlockedCallsSplitTheBlocksEvenlyOverTheThreads) {
+  // The calls' cut: a block dim whose extent the threads divide (results do not depend on it).
+  const Halide::Target t = lower::host_target();
+  auto describe = [&](const Case& c, int threads) {
+    return sched::find_schedule(sched::dw_registry(), "dw_amx_blocked")
+        ->describe(dw_problem(c, DType::kBFloat16), sched::Context{t, threads, ""});
+  };
+  const Case& groups = kDwCases[6];  // group_blocks: 2 real groups
+  EXPECT_NE(describe(groups, 1).find("one call"), std::string::npos) << describe(groups, 1);
+  EXPECT_NE(describe(groups, 2).find("2 calls along g"), std::string::npos) << describe(groups, 2);
+  const Case& rows = kDwCases[7];  // many_rows: Kd 3, 2 input blocks: kd would leave a thread idle
+  EXPECT_NE(describe(rows, 2).find("2 calls along c1g"), std::string::npos) << describe(rows, 2);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ def geometry(rng, i, batch_max=2, grow=1, tiles=False):
 
 PAIRS = "pair=2"  # the pair form, its other tiles the schedule's own
 FORCED = "forced"  # the schedule's own tiles, run even where the model does not rank it
-AMX = (("dW", "dw_amx"), ("dX", "dx_amx"), ("dX", "dx_amx_blocked"))
+AMX = (("dW", "dw_amx"), ("dW", "dw_amx_blocked"), ("dX", "dx_amx"), ("dX", "dx_amx_blocked"))
 
 
 def runs(geo, dtype):

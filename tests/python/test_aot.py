@@ -202,34 +202,46 @@ DX_AMX_PARA = {"strides": [1, 1, 1, 1, 1], "pads": [1, 1, 1, 1, 1, 1],
                "dilations": [1, 1, 1, 1, 1], "res_dtype": "float32"}
 
 
+def check_amx_kernel_in_a_c_program(tmp_path, res, placeholders, schedule, name, seed):
+    """Builds `res` with `schedule` (skipped where it does not apply) as a static library whose
+    wrapper asks the OS for the tile state, runs it from a C program on random multiples of 1/8
+    and asserts the result is the JIT kernel's."""
+    from ml_dtypes import bfloat16
+    why = dict(res.problem.explain_schedules())[schedule]
+    if why:
+        pytest.skip(schedule + " does not apply on this host: " + why)
+    kernel = dsl.build(dsl.auto_schedule(res, schedule=schedule),
+                       {"tensor_list": placeholders + [res], "output_dir": str(tmp_path)})
+    assert kernel.schedule == schedule
+    meta = tmp_path / "kernel_meta"
+    assert "tbex_aot_amx_tiles" in (meta / (name + "_wrapper.c")).read_text()
+    assert "-2 when the OS refuses this process the AMX" in (meta / (name + ".h")).read_text()
+    rng = np.random.default_rng(seed)
+    a, b = ((rng.integers(-8, 9, t.shape) / 8).astype(bfloat16) for t in placeholders)
+    expected = kernel(a, b)
+    assert np.abs(expected).max() > 0
+    got = run_consumer(tmp_path, meta, name, a, b, expected.shape)
+    np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("schedule", ["dx_amx", "dx_amx_blocked"])
 def test_amx_kernel_links_and_runs_in_a_c_program(tmp_path, schedule):
     """An AMX-BF16 dX kernel as a static library: its wrapper asks the OS for the tile state
     before the first tile instruction (a C program never calls arch_prctl itself) and the result
     is the JIT kernel's. dx_amx_blocked's kernel calls tbex_amx_dx, which the program gets from
     tbex's runtime library like the wrapper's other helpers."""
-    from ml_dtypes import bfloat16
     wshape, xsize = [32, 16, 3, 3, 3], [1, 4, 5, 20, 16]
-    fz_shape = tuple(tbex.layout.shape_fz3d(wshape, 1))
-    dy_shape = (1, 4, 2, 5, 20, 16)
-    fl = tvm.placeholder(fz_shape, name="filter", dtype="bfloat16")
-    dd = tvm.placeholder(dy_shape, name="dedy", dtype="bfloat16")
+    fl = tvm.placeholder(tuple(tbex.layout.shape_fz3d(wshape, 1)), name="filter", dtype="bfloat16")
+    dd = tvm.placeholder((1, 4, 2, 5, 20, 16), name="dedy", dtype="bfloat16")
     res = dsl.conv3d_backprop_input(fl, dd, filter_size=wshape, input_size=xsize,
                                     para_dict=dict(DX_AMX_PARA, kernel_name="dx_amx_meta"))
-    why = dict(res.problem.explain_schedules())[schedule]
-    if why:
-        pytest.skip(schedule + " does not apply on this host: " + why)
-    kernel = dsl.build(dsl.auto_schedule(res, schedule=schedule),
-                       {"tensor_list": [fl, dd, res], "output_dir": str(tmp_path)})
-    assert kernel.schedule == schedule
-    meta = tmp_path / "kernel_meta"
-    assert "tbex_aot_amx_tiles" in (meta / "dx_amx_meta_wrapper.c").read_text()
-    assert "-2 when the OS refuses this process the AMX" in (meta / "dx_amx_meta.h").read_text()
-    rng = np.random.default_rng(1)
-    w = (rng.integers(-8, 9, fz_shape) / 8).astype(bfloat16)
-    dy = (rng.integers(-8, 9, dy_shape) / 8).astype(bfloat16)
-    expected = kernel(w, dy)
-    assert np.abs(expected).max() > 0
+    check_amx_kernel_in_a_c_program(tmp_path, res, [fl, dd], schedule, "dx_amx_meta", 1)
 
-    got = run_consumer(tmp_path, meta, "dx_amx_meta", w, dy, expected.shape)
-    np.testing.assert_array_equal(got, expected)
+
+@pytest.mark.parametrize("schedule", ["dw_amx", "dw_amx_blocked"])
+def test_amx_dw_kernel_links_and_runs_in_a_c_program(tmp_path, schedule):
+    """The same for dW: dw_amx_blocked's kernel calls tbex_amx_dw from tbex's runtime library."""
+    fm = tvm.placeholder((1, 4, 2, 6, 8, 16), name="fmap", dtype="bfloat16")
+    dd = tvm.placeholder((1, 4, 2, 6, 8, 16), name="dedy", dtype="bfloat16")
+    res = dsl.conv3d_backprop_filter(fm, dd, [32, 3, 32, 3, 3], dict(DW_PARA, kernel_name="dw_amx_meta"))
+    check_amx_kernel_in_a_c_program(tmp_path, res, [fm, dd], schedule, "dw_amx_meta", 2)

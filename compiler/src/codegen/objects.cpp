@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "support/files.h"
+#include "tbex/amx_dw.h"
 #include "tbex/amx_dx.h"
 #include "tbex/errors.h"
 
@@ -43,7 +44,8 @@ Halide::Target runtime_target(const Halide::Target& t) {
 }
 
 std::map<std::string, Halide::JITExtern> jit_externs() {
-  return {{"tbex_amx_dx", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dx))}};
+  return {{"tbex_amx_dx", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dx))},
+          {"tbex_amx_dw", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dw))}};
 }
 
 std::string kernels_object_bytes() {

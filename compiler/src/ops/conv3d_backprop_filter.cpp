@@ -163,7 +163,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
 
     // Tile form (see DwAlgorithm): output channel innermost, positions padded to We.
     const int Wo = (int)geo.out[2], Do = (int)geo.out[0], N = (int)geo.n, G = (int)gd.real_g;
-    a.we = Wo + Wo % 2;
+    a.we = dw_padded_row(p);
     const int half = a.we / 2;
     Var wq = a.wq, ph = a.ph, row = a.row;
     {
@@ -221,6 +221,17 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
       constrain_shape(a.outk.output_buffer(),
                       {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
     }
+
+    // Blocked tile form: acct's sums from tbex_amx_dw, which reads xT and dyV as the tiles do.
+    a.kk = dw_k_step(p);
+    a.ext.define_extern("tbex_amx_dw",
+                        {a.xT, a.dyV, Expr(N), Expr(Do), Expr(Ho), Expr(a.we), Expr(G), Expr(sd),
+                         Expr(sh), Expr(sw), Expr(dd), Expr(dh), Expr(dw), Expr(a.kk)},
+                        Float(32), {n, c0, kw, kh, c1g, kd, g}, NameMangling::C);
+    a.outb = Func("out");
+    a.outb(c0, n, kw, kh, c1g, kd, g) = select(valid, a.ext(n, ac0, kw, kh, c1g, kd, g), 0.0f);
+    constrain_shape(a.outb.output_buffer(),
+                    {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
   }
   return a;
 }

@@ -9,6 +9,7 @@
  * in the output stage; dX and forward: in the staged weights).
  *
  * Halide dimension order is innermost first; the comments give it. */
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -96,6 +97,15 @@ struct DwAlgorithm {
   Halide::Func outk;           ///< out reading acctk (named "out" too)
   Halide::Var kr{"kr"};
   void use_tap_rows() { out = outk; }
+
+  /** Blocked tile form, defined with the tile form: acct's sums computed by tbex_amx_dw
+   * (tbex/amx_dw.h: 2 x 2 blocks of AMX tiles held over chunks of output rows, a Halide extern
+   * stage) from xT and dyV, kk positions per tile multiply. A schedule that uses it calls
+   * use_blocks(): out then reads ext. */
+  int kk = 2;                 ///< positions per tile multiply (dw_k_step)
+  Halide::Func ext{"ext"};    ///< (n, c0, kw, kh, c1g, kd, g) fp32 sums: the extern stage
+  Halide::Func outb;          ///< out reading ext (named "out" too)
+  void use_blocks() { out = outb; }
 };
 
 struct DxAlgorithm {
@@ -345,6 +355,17 @@ inline bool bf16_pairs(const Problem& p) {
 inline int dx_k_step(const Problem& p) {
   for (int k = 32; k >= 2; k -= 2)
     if (p.group.cout_g % k == 0) return k;
+  return 2;
+}
+
+/** A dW row's output positions padded to even (DwAlgorithm::we: the tile form's position pairs),
+ * and the positions per dW tile multiply (DwAlgorithm::kk): the largest even divisor of it up to
+ * 32 (a tile row's 64 bytes), so the steps tile the row exactly. */
+inline int dw_padded_row(const Problem& p) { return (int)(p.geo.out[2] + p.geo.out[2] % 2); }
+inline int dw_k_step(const Problem& p) {
+  const int we = dw_padded_row(p);
+  for (int k = std::min(32, we); k >= 2; --k)
+    if (k % 2 == 0 && we % k == 0) return k;
   return 2;
 }
 
