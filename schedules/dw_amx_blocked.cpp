@@ -9,6 +9,7 @@
  * dw_amx's one accumulator loads both 1 KB operands per multiply and reads its tile back per
  * chunk of ~512 positions; c2 dW bf16 on Emerald Rapids ran 15-18 ms there against oneDNN's
  * 12 (bench/RESULTS.md). */
+#include <algorithm>
 #include <sstream>
 
 #include "schedules/amx_tile.h"
@@ -20,43 +21,33 @@ namespace {
 
 using namespace Halide;
 
-/** How the extern's calls share the output between threads: along one of its block dims
- * (real group, kd, input block, kh), `pieces` calls of `per` entries each. Any cut gives the
- * same sums (a tile's sum runs over the rows in order in every call); a cut along a dim whose
- * extent the threads divide balances them. */
+/** How the extern's calls share the output between threads: one call per value of the block
+ * dims `dims` (of ext's args: 6 real group, 5 kd, 4 input block; outermost first), `calls` of
+ * them. Any cut gives the same sums (a tile's sum runs over the rows in order in every call).
+ * With threads, about 4 calls each, taken as they come: a host whose cores run unevenly (this
+ * one's AMX units are shared with other tenants) balances them; one call per thread ran 1.3-2x
+ * slower than one thread (c2, b, c1 dW bf16 on Emerald Rapids with AMX: the slow core's call set
+ * the time; 12 calls of c2 then ran 7.4-9 ms a run at 2 threads against 15-17 for 2 calls). */
 struct Cut {
-  int dim = -1;  ///< index into ext's args, -1: one call for all
-  int per = 1;
-  int pieces = 1;
+  std::vector<int> dims;
+  int64_t calls = 1;
 };
 
 Cut cut_of(const Problem& p, int threads) {
-  const ConvGeometry& g = p.geo;
   Cut c;
   if (threads < 2) return c;
-  // ext's args: (n, c0, kw, kh, c1g, kd, g); outermost first. A cut along an outer dim keeps
-  // the pairs of (kw, kh) entries and of output blocks whole.
-  const std::pair<int, int64_t> dims[] = {
-      {6, p.group.real_g}, {5, g.kernel[0]}, {4, p.group.cin1_g}, {3, g.kernel[1]}};
-  double best = 0;
+  const std::pair<int, int64_t> dims[] = {{6, p.group.real_g}, {5, p.geo.kernel[0]}, {4, p.group.cin1_g}};
   for (const auto& [dim, extent] : dims) {
-    if (extent < 2) continue;
-    const int64_t pieces = std::min<int64_t>(extent, threads);
-    const int64_t per = ceil_div(extent, pieces);
-    if (extent % per != 0) continue;  // calls of whole, equal shares only (no ragged call)
-    const int64_t calls = extent / per;
-    // The share of the threads the calls keep busy.
-    const double use = double(calls) / (ceil_div(calls, threads) * threads);
-    if (use > best + 1e-9) best = use, c.dim = dim, c.per = (int)per, c.pieces = (int)calls;
+    if (c.calls >= 4 * threads) break;
+    if (extent > 1) c.dims.push_back(dim), c.calls *= extent;
   }
   return c;
 }
 
-/** The (tap, input block) entries one call pairs and the output blocks. */
+/** The (tap, input block) entries one call pairs. */
 int64_t entries_per_call(const Problem& p, const Cut& c) {
   const ConvGeometry& g = p.geo;
-  const int64_t all = g.kernel[2] * g.kernel[1] * p.group.cin1_g * g.kernel[0] * p.group.real_g;
-  return c.dim < 0 ? all : all / c.pieces;
+  return g.kernel[2] * g.kernel[1] * p.group.cin1_g * g.kernel[0] * p.group.real_g / c.calls;
 }
 
 class DwAmxBlocked final : public AmxTileSchedule<ops::DwAlgorithm> {
@@ -66,10 +57,12 @@ class DwAmxBlocked final : public AmxTileSchedule<ops::DwAlgorithm> {
   std::string describe(const Problem& p, const Context& ctx) const override {
     const Cut c = cut_of(p, ctx.threads);
     static const char* kDims[] = {"n", "c0", "kw", "kh", "c1g", "kd", "g"};
+    std::string along;
+    for (int d : c.dims) along += std::string(along.empty() ? "" : " x ") + kDims[d];
     std::ostringstream s;
     s << "AMX-BF16 2 x 2 blocks of 16c0 x 16n tiles (tbex_amx_dw), " << ops::dw_k_step(p)
       << " positions per tile multiply, "
-      << (c.dim < 0 ? std::string("one call") : std::to_string(c.pieces) + " calls along " + kDims[c.dim])
+      << (c.dims.empty() ? std::string("one call") : std::to_string(c.calls) + " calls along " + along)
       << " over " << ctx.threads << " threads, x staged transposed once, dy as position pairs";
     return s.str();
   }
@@ -102,19 +95,22 @@ Estimate DwAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   const double loads = double(entries) / entry_pairs + double(blocks) / block_pairs;
   n.tile.unit_cycles = loads * kBlockMultiplyCost * m.tile_multiply_cycles;
   n.steps_per_visit = chunk_rows * we / kk;
-  n.visits = double(entry_pairs * block_pairs) * (c.dim < 0 ? 1 : c.pieces) * std::ceil(rows / chunk_rows);
+  n.visits = double(entry_pairs * block_pairs) * c.calls * std::ceil(rows / chunk_rows);
   n.visit_cycles = kBlockDrainCost * m.tile_multiply_cycles;
   // A chunk: its x rows (every tap along h and d, every input block), its dy rows.
   const double x_rows = (chunk_rows * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1]) * g.kernel[0];
   n.visit_footprint = int64_t(chunk_rows * we * 2 * 32 * 2);
   n.chunk_footprint = int64_t(x_rows * padded_w(p) * 32 * gd.cin1_g + chunk_rows * we * 2 * gd.cout_g) * gd.real_g;
-  n.units = c.pieces;
+  n.units = c.calls;
   // Passes: x transposed and dy as pairs (inputs read, bf16 written), the extern's sums written
   // and read by out, out written.
   const double x_elems = padded_x_elems(p);
   n.pass_bytes = (x_elems + dy_elems(p)) * (input_bytes(p) + 2) + dw_out_elems(p) * 12;
   n.pass_ops = root_stage_ops(p, x_elems, dy_elems(p), m);
-  const double executed = double(entries) * (c.dim < 0 ? 1 : c.pieces) * blocks * 256 * rows * we;
+  // Every call after the first streams the staged x and dy rows again, from L3, but beside
+  // the multiplies: c2 at 2 threads, 12 calls of 0.67-0.75 ms against one call's 7.6 ms for
+  // all (10% more), so it is not priced apart.
+  const double executed = double(entries) * c.calls * blocks * 256 * rows * we;
   n.lane_use = std::min(1.0, g.flops() / 2 / executed);
   return evaluate(n, m);
 }
@@ -137,15 +133,21 @@ void DwAmxBlocked::apply(ops::DwAlgorithm& a, const Problem& p, const Context& c
   // Whole tiles of lanes even where out reads fewer (a block of < 16 valid input channels).
   a.ext.bound(a.c0, 0, 16).compute_root();
   const Cut c = cut_of(p, ctx.threads);
-  if (c.dim >= 0) {
-    // The call loop outermost: Halide calls an extern once per iteration of its real loops,
-    // for the box of the dims inside them (which must all be inside).
+  if (!c.dims.empty()) {
+    // The call loops outermost, fused into one parallel loop: Halide calls an extern once per
+    // iteration of its real loops, for the box of the dims inside them (which must all be inside).
     std::vector<VarOrRVar> order;
-    Var vo("vo"), vi("vi");
     for (int i = 0; i < (int)a.ext.args().size(); ++i)
-      order.push_back(i == c.dim ? vi : a.ext.args()[i]);
-    order.push_back(vo);
-    a.ext.split(a.ext.args()[c.dim], vo, vi, c.per, TailStrategy::RoundUp).reorder(order).parallel(vo);
+      if (std::find(c.dims.begin(), c.dims.end(), i) == c.dims.end()) order.push_back(a.ext.args()[i]);
+    for (auto d = c.dims.rbegin(); d != c.dims.rend(); ++d) order.push_back(a.ext.args()[*d]);
+    a.ext.reorder(order);
+    Var call = a.ext.args()[c.dims[0]];
+    for (size_t i = 1; i < c.dims.size(); ++i) {
+      Var fused("call" + std::to_string(i));
+      a.ext.fuse(a.ext.args()[c.dims[i]], call, fused);
+      call = fused;
+    }
+    a.ext.parallel(call);
   }
   stage_root(a.out, a.c0, 0, {a.kd, a.g}, {"kdg"});
 }

@@ -423,18 +423,19 @@ TEST(Amx, DwBlockedWhyNotNamesTheDtypeTheRowAndTheTarget) {
             std::string::npos);
 }
 
-TEST(Amx, DwBlockedCallsSplitTheBlocksEvenlyOverTheThreads) {
-  // The calls' cut: a block dim whose extent the threads divide (results do not depend on it).
+TEST(Amx, DwBlockedCallsSplitTheBlocksOverTheThreads) {
+  // One call on one thread; with threads, calls along the outer block dims until there are
+  // about 4 a thread (results do not depend on the cut).
   const Halide::Target t = lower::host_target();
   auto describe = [&](const Case& c, int threads) {
     return sched::find_schedule(sched::dw_registry(), "dw_amx_blocked")
         ->describe(dw_problem(c, DType::kBFloat16), sched::Context{t, threads, ""});
   };
-  const Case& groups = kDwCases[6];  // group_blocks: 2 real groups
+  const Case& groups = kDwCases[6];  // group_blocks: 2 real groups, Kd 2, 2 input blocks
   EXPECT_NE(describe(groups, 1).find("one call"), std::string::npos) << describe(groups, 1);
-  EXPECT_NE(describe(groups, 2).find("2 calls along g"), std::string::npos) << describe(groups, 2);
-  const Case& rows = kDwCases[7];  // many_rows: Kd 3, 2 input blocks: kd would leave a thread idle
-  EXPECT_NE(describe(rows, 2).find("2 calls along c1g"), std::string::npos) << describe(rows, 2);
+  EXPECT_NE(describe(groups, 2).find("8 calls along g x kd x c1g"), std::string::npos) << describe(groups, 2);
+  const Case& rows = kDwCases[7];  // many_rows: Kd 3, 2 input blocks
+  EXPECT_NE(describe(rows, 2).find("6 calls along kd x c1g"), std::string::npos) << describe(rows, 2);
 }
 
 }  // namespace
