@@ -212,8 +212,8 @@ extern "C" int tbex_amx_dw(halide_buffer_t* x, halide_buffer_t* dy, int32_t batc
                           stride_w, dil_d, dil_h, dil_w, kk, out);
 }
 
-// Tests only: left out of the object cached kernels link (TBEX_KERNELS_OBJECT, CMakeLists.txt).
-#ifndef TBEX_KERNELS_OBJECT
+// Tests only: left out of the object cached kernels link (EMBEDDED_KERNELS_OBJECT, CMakeLists.txt).
+#ifndef EMBEDDED_KERNELS_OBJECT
 extern "C" int tbex_amx_dw_emulated(halide_buffer_t* x, halide_buffer_t* dy, int32_t batch,
                                     int32_t out_d, int32_t out_h, int32_t row_positions,
                                     int32_t real_g, int32_t stride_d, int32_t stride_h,

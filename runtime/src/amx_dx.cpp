@@ -207,8 +207,8 @@ extern "C" int tbex_amx_dx(halide_buffer_t* dy, halide_buffer_t* wt, int32_t kd_
                           pad_h, pad_w, cin1_g, cout_g, kk, out);
 }
 
-// Tests only: left out of the object cached kernels link (TBEX_KERNELS_OBJECT, CMakeLists.txt).
-#ifndef TBEX_KERNELS_OBJECT
+// Tests only: left out of the object cached kernels link (EMBEDDED_KERNELS_OBJECT, CMakeLists.txt).
+#ifndef EMBEDDED_KERNELS_OBJECT
 extern "C" int tbex_amx_dx_emulated(halide_buffer_t* dy, halide_buffer_t* wt, int32_t kd_extent,
                                     int32_t kh_extent, int32_t kw_extent, int32_t dil_d,
                                     int32_t dil_h, int32_t dil_w, int32_t pad_d, int32_t pad_h,
