@@ -36,7 +36,6 @@ struct AmxDwTiles {
   int row_extent = 16;  ///< rows of the tiles along the row dim: 16 lanes, or whole tiles of tap rows
 };
 
-
 AmxDwTiles tiles_of(const Problem& p) {
   const ConvGeometry& g = p.geo;
   AmxDwTiles t;
