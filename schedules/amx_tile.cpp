@@ -45,9 +45,9 @@ void schedule_tile_x(ops::DwAlgorithm& a, const Problem& p) {
   a.xq.compute_at(a.xT, a.h).reorder(a.q, a.wq).vectorize(a.q).unroll(a.wq, 4, TailStrategy::RoundUp);
 }
 
-void price_one_accumulator(LoopNest& n, const Machine& m) {
+void price_one_accumulator(LoopNest& n, const Machine& m, bool drains) {
   n.tile.unit_cycles = 2 * kBlockMultiplyCost * m.tile_multiply_cycles;
-  n.visit_cycles = kBlockDrainCost / 4 * m.tile_multiply_cycles;
+  n.visit_cycles = drains ? kBlockDrainCost / 4 * m.tile_multiply_cycles : 0;
 }
 
 double root_stage_ops(const Problem& p, double x_elems, double dy_elems, const Machine& m) {

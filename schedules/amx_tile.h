@@ -48,8 +48,9 @@ constexpr double kBlockMultiplyCost = 1.94, kBlockDrainCost = 54;
  * and added to the sums (a quarter of the blocked kernels' four-tile drain). Measured, one
  * thread: c2 dW bf16 15.0 ms against 9.8 for dw_amx_blocked on the same staged x (Emerald
  * Rapids with AMX); 11.7 ms on Sapphire Rapids, where the model, pricing a multiply at the
- * unit's rate and no drain, had said 4.4. */
-void price_one_accumulator(LoopNest& n, const Machine& m);
+ * unit's rate and no drain, had said 4.4. A loop storing its tiles straight to the output
+ * (`drains` false: dx_amx's strided scatter form) has no stack round trip to drain. */
+void price_one_accumulator(LoopNest& n, const Machine& m, bool drains = true);
 
 /** The vector ops (pass_ops) of staging dW's tile operands at root, once for all calls: x
  * transposed (xT) and dy as position pairs (dyV) written beyond the L2 and read back. Measured

@@ -15,6 +15,7 @@
 #include "schedules/amx_tile.h"
 #include "schedules/loops.h"
 #include "schedules/tiling.h"
+#include "tbex/amx_dw.h"
 
 namespace tbex::sched {
 namespace {
@@ -79,8 +80,7 @@ Estimate DwAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   const int64_t entries = entries_per_call(p, c), blocks = gd.cout_g / 16;
   const int64_t entry_pairs = ceil_div(entries, 2), block_pairs = ceil_div(blocks, 2);
   const double rows = double(g.n) * g.out[0] * g.out[1];
-  // The kernel's chunks: ~1024 positions (amx_dw.cpp's kChunkPositions).
-  const double chunk_rows = std::min(rows, std::ceil(1024.0 / we));
+  const double chunk_rows = std::min(rows, double(amx_dw_chunk_rows(we)));
   const Machine m = Machine::of(ctx.target);
   LoopNest n;
   n.threads = ctx.threads;

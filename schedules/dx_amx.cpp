@@ -93,10 +93,8 @@ Estimate DxAmx::estimate(const Problem& p, const Context& ctx) const {
   // A step: the dy tile (qt rows) and the weight tile, one tile multiply.
   const Machine m = Machine::of(ctx.target);
   n.tile = amx_step(qt, kk, m);
-  price_one_accumulator(n, m);
-  // Strided, each tile is stored straight to its 6HD places (the scatter form): no stack round
-  // trip to drain.
-  if (is_strided(p)) n.visit_cycles = 0;
+  // Strided, each tile is stored straight to its 6HD places (the scatter form): no drain.
+  price_one_accumulator(n, m, /*drains=*/!is_strided(p));
   n.steps_per_visit = gd.cout_g / kk * taps;
   // Tiles of qt positions along each phase's rows (the whole row without a stride).
   n.visits = double(g.n) * g.in[0] * g.in[1] * g.stride[2] * ceil_div(phase_extent(p, 2), qt) *

@@ -7,7 +7,7 @@
  * two multiplies, and the accumulators stay in their registers over a chunk of output rows.
  *
  * Loop order per call (Halide calls it per share of the output's taps and blocks): chunks of
- * output rows (about kChunkPositions positions, their x and dy rows in L2), then the pairs of
+ * output rows (about tbex::kAmxDwChunkPositions positions, their x and dy rows in L2), then the pairs of
  * (tap, input block) entries, the pairs of output blocks, and inside a visit the chunk's rows
  * and a row's steps of kk positions. A tile's sum runs over the rows in order whatever the
  * chunks, pairs and calls: the result does not depend on them (the accumulators are stored and
@@ -23,11 +23,6 @@
 namespace {
 
 using namespace tbex::amx;
-
-/** Output positions a chunk's visits walk: long enough that storing and reloading the four
- * accumulators is small beside the multiplies, short enough that the chunk's x rows (every tap
- * along h and d of every input block) and dy rows stay in L2. */
-constexpr int kChunkPositions = 1024;
 
 /** Where the operands of one call live (byte offsets and strides). */
 struct Frame {
@@ -103,7 +98,7 @@ template <class T>
 TBEX_AMX void run(const Frame& f, const std::vector<Entry>& entries, int blocks, int rows,
                   float* out, int64_t out_c0) {
   T::begin(f.kk);
-  const int chunk = std::max(1, (kChunkPositions + f.we - 1) / f.we);
+  const int chunk = tbex::amx_dw_chunk_rows(f.we);
   for (int r0 = 0; r0 < rows; r0 += chunk) {
     const int r1 = std::min(rows, r0 + chunk);
     for (size_t i = 0; i < entries.size();) {

@@ -25,6 +25,17 @@
 
 struct halide_buffer_t;  // HalideRuntime.h
 
+namespace tbex {
+/** Output positions (whole rows of row_positions) a chunk of tbex_amx_dw's visits walks: long
+ * enough that storing and reloading the four accumulators is small beside the multiplies, short
+ * enough that the chunk's x rows (every tap along h and d of every input block) and dy rows stay
+ * in L2. The kernel walks chunks of amx_dw_chunk_rows rows; the cost model prices the same. */
+constexpr int kAmxDwChunkPositions = 1024;
+inline int amx_dw_chunk_rows(int row_positions) {
+  return (kAmxDwChunkPositions + row_positions - 1) / row_positions;
+}
+}  // namespace tbex
+
 extern "C" int tbex_amx_dw(halide_buffer_t* x, halide_buffer_t* dy, int32_t batch, int32_t out_d,
                            int32_t out_h, int32_t row_positions, int32_t real_g, int32_t stride_d,
                            int32_t stride_h, int32_t stride_w, int32_t dil_d, int32_t dil_h,
