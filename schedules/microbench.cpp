@@ -172,7 +172,7 @@ __attribute__((target("amx-tile,amx-bf16"))) double tile_chain_cycles(double ghz
   cfg[0] = 1;  // palette 1: colsb (uint16) at byte 16 + 2t, rows at byte 48 + t
   for (int t = 0; t < 3; ++t) cfg[16 + 2 * t] = 64, cfg[48 + t] = 16;
   alignas(64) static const uint16_t zeros[16 * 32] = {};
-  _tile_loadconfig(cfg);
+  __asm__ volatile("ldtilecfg %0" ::"m"(cfg));  // GCC 12's _tile_loadconfig reads 8 bytes to its eyes
   _tile_zero(0);
   _tile_loadd(1, zeros, 64);
   _tile_loadd(2, zeros, 64);

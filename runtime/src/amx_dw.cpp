@@ -2,19 +2,30 @@
  *
  * Why by hand: with one accumulator (all Halide 21 lowers) every tile multiply loads both of
  * its 1 KB operands, and the accumulator goes through memory once per chunk of a few hundred
- * positions. Here two x tiles (two taps, or two input blocks, of one real group) and two dy
- * tiles (two blocks of 16 output channels) feed four accumulators, so each operand load serves
- * two multiplies, and the accumulators stay in their registers over a chunk of output rows.
+ * positions. Here two dy tiles (two blocks of 16 output channels) and two x tiles (two taps, or
+ * two input blocks, of one real group) feed four accumulators, so each operand load serves two
+ * multiplies, and the accumulators stay in their registers over a chunk of output rows.
  *
- * Loop order per call (Halide calls it per share of the output's taps and blocks): chunks of
- * output rows (about tbex::kAmxDwChunkPositions positions, their x and dy rows in L2), then the pairs of
- * (tap, input block) entries, the pairs of output blocks, and inside a visit the chunk's rows
- * and a row's steps of kk positions. A tile's sum runs over the rows in order whatever the
- * chunks, pairs and calls: the result does not depend on them (the accumulators are stored and
- * reloaded exactly, as fp32). */
+ * Why the kernel stages its operands: Halide's staging of x transposed ran ~2 cycles an element
+ * at root (c2 dW bf16 2.2 of 9.8 ms, the seed's 17.5 of 20, d's 2.4 of 4.4 on Emerald Rapids),
+ * and its stages took most of the schedule's compile time. Here dy is the transposed operand
+ * (16 output channels x positions: four rounds of two-source word shuffles per 512 elements)
+ * and x the paired one: position q of a staged row holds x at q and q + We/2 side by side (one
+ * shuffle per 32 elements), so every tap of a phase along w reads the same staged row at an
+ * offset. Both are staged per chunk of output rows, into memory that stays in L2.
+ *
+ * Loop order per call (Halide calls it per share of the output's blocks): chunks of output rows,
+ * their operands staged, then the pairs of (tap, input block) entries, the pairs of output
+ * blocks, and inside a visit the chunk's rows and a row's steps of kk positions. A tile's sum
+ * runs over the rows in order whatever the chunks, pairs and calls: the result does not depend
+ * on them (the accumulators are stored and reloaded exactly, as fp32). */
 #include "tbex/amx_dw.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "HalideRuntime.h"
@@ -24,197 +35,384 @@ namespace {
 
 using namespace tbex::amx;
 
-/** Where the operands of one call live (byte offsets and strides). */
-struct Frame {
-  const uint8_t* x;                             // x at the region's minimum
-  int64_t x_c0, x_h, x_d, x_b;                  // byte strides
-  const uint8_t* dy;                            // dy(0, n of the region's first block, row 0)
-  int64_t dy_n, dy_row;                         // byte strides
-  int Do, Ho, we, G, sd, sh, kk;
+/** The kernel's scalar arguments. */
+struct Geometry {
+  int N, D, H, W, C1, Do, Ho, Wo, Co1, we, G, cin1_g, cout_g, sd, sh, sw, dd, dh, dw, pf, pt, pl, kk;
 };
 
-/** One operand row of x: a (kw, kh, c1g, kd, g) of the region, its offset from the frame's x
- * for output row (0, 0, 0) and its sums' offset (floats) in out for output block 0. */
-struct Entry {
-  int64_t x_off, out_off;
-  int g;
+/** A 6HD bf16 buffer (c0, w, h, c1, d, b) as byte strides from coordinate 0. */
+struct View6 {
+  const uint8_t* origin;
+  int64_t w, h, c1, d, b;
+  const uint8_t* row(int h_, int c1_, int d_, int b_) const {
+    return origin + h_ * h + c1_ * c1 + d_ * d + b_ * b;
+  }
 };
 
-/** One visit: entries e[0..MA) x output blocks from nb (NB of them), rows [r0, r1). The
- * accumulator (i, j) sums at dst(i, j) = out + e[i].out_off + (nb + j)*16 floats, rows c0 `out_c0`
- * bytes apart; zeroed on the first chunk, else loaded. */
-template <class T, int MA, int NB>
-TBEX_AMX void visit(const Frame& f, const Entry* e, int nb, int r0, int r1, float* out,
-                    int64_t out_c0) {
-  float* dst[4];
-  for (int i = 0; i < MA; ++i)
-    for (int j = 0; j < NB; ++j) dst[i * 2 + j] = out + e[i].out_off + (nb + j) * 16;
-  if (r0 == 0) {
-    T::template zero<0>();
-    if constexpr (NB > 1) T::template zero<1>();
-    if constexpr (MA > 1) T::template zero<2>();
-    if constexpr (MA > 1 && NB > 1) T::template zero<3>();
-  } else {
-    T::template load_acc<0>(dst[0], out_c0);
-    if constexpr (NB > 1) T::template load_acc<1>(dst[1], out_c0);
-    if constexpr (MA > 1) T::template load_acc<2>(dst[2], out_c0);
-    if constexpr (MA > 1 && NB > 1) T::template load_acc<3>(dst[3], out_c0);
-  }
-  const int g = e[0].g, half = f.we / 2;
-  const int64_t pair_step = int64_t(f.kk / 2) * f.dy_row, block = 16 * f.dy_n;
-  // Row t = (b*Do + od)*Ho + ho, its indices stepped along (no divisions in the row loop).
-  int ho = r0 % f.Ho, od = (r0 / f.Ho) % f.Do, b = r0 / (f.Ho * f.Do);
-  for (int t = r0; t < r1; ++t) {
-    const uint8_t* xrow = f.x + int64_t(ho) * f.sh * f.x_h + int64_t(od) * f.sd * f.x_d + b * f.x_b;
-    if (++ho == f.Ho) {
-      ho = 0;
-      if (++od == f.Do) od = 0, ++b;
-    }
-    const uint8_t* a0 = xrow + e[0].x_off;
-    const uint8_t* a1 = xrow + e[MA - 1].x_off;
-    const uint8_t* b0 = f.dy + (int64_t(t) * f.G + g) * half * f.dy_row + nb * block;
-    for (int k = 0; k < f.we; k += f.kk, a0 += 2 * f.kk, a1 += 2 * f.kk, b0 += pair_step) {
-      T::template load<4>(a0, f.x_c0);
-      T::template load<6>(b0, f.dy_row);
-      T::template multiply<0>();
-      if constexpr (NB > 1) {
-        T::template load<7>(b0 + block, f.dy_row);
-        T::template multiply<1>();
-      }
-      if constexpr (MA > 1) {
-        T::template load<5>(a1, f.x_c0);
-        T::template multiply<2>();
-        if constexpr (NB > 1) T::template multiply<3>();
-      }
-    }
-  }
-  T::template store<0>(dst[0], out_c0);
-  if constexpr (NB > 1) T::template store<1>(dst[1], out_c0);
-  if constexpr (MA > 1) T::template store<2>(dst[2], out_c0);
-  if constexpr (MA > 1 && NB > 1) T::template store<3>(dst[3], out_c0);
+View6 view(const halide_buffer_t* buf) {
+  const halide_dimension_t* d = buf->dim;
+  int64_t offset = 0;
+  for (int i = 0; i < 6; ++i) offset += int64_t(d[i].min) * d[i].stride;
+  return {buf->host - offset * 2, int64_t(d[1].stride) * 2, int64_t(d[2].stride) * 2,
+          int64_t(d[3].stride) * 2, int64_t(d[4].stride) * 2, int64_t(d[5].stride) * 2};
 }
 
-template <class T>
-TBEX_AMX void run(const Frame& f, const std::vector<Entry>& entries, int blocks, int rows,
-                  float* out, int64_t out_c0) {
-  T::begin(f.kk);
-  const int chunk = tbex::amx_dw_chunk_rows(f.we);
-  for (int r0 = 0; r0 < rows; r0 += chunk) {
-    const int r1 = std::min(rows, r0 + chunk);
-    for (size_t i = 0; i < entries.size();) {
-      // Two entries where the next one is of the same real group (they share dy's rows).
-      const int ma = i + 1 < entries.size() && entries[i + 1].g == entries[i].g ? 2 : 1;
-      const Entry* e = &entries[i];
-      for (int nb = 0; nb < blocks; nb += 2) {
-        if (ma == 2 && nb + 1 < blocks) visit<T, 2, 2>(f, e, nb, r0, r1, out, out_c0);
-        else if (ma == 2) visit<T, 2, 1>(f, e, nb, r0, r1, out, out_c0);
-        else if (nb + 1 < blocks) visit<T, 1, 2>(f, e, nb, r0, r1, out, out_c0);
-        else visit<T, 1, 1>(f, e, nb, r0, r1, out, out_c0);
+/** The staging routines, scalar (any CPU; the reference the tests hold the vector ones to) and
+ * AVX-512 (every CPU with AMX has it). Both write the same bytes. */
+struct ScalarStage {
+  /** x's row `src` (16 lanes a position, `ws` bytes apart; W positions, 0 outside) as `rows`
+   * position pairs: dst[q][2c + e] = x(c, (q + e*half)*sw + off). */
+  static void pairs(uint8_t* dst, const uint8_t* src, int64_t ws, int W, int sw, int off, int half,
+                    int rows) {
+    auto* o = reinterpret_cast<uint16_t*>(dst);
+    for (int q = 0; q < rows; ++q)
+      for (int e = 0; e < 2; ++e) {
+        const int p = (q + e * half) * sw + off;
+        for (int c = 0; c < 16; ++c) {
+          uint16_t v = 0;
+          if (p >= 0 && p < W) std::memcpy(&v, src + p * ws + 2 * c, 2);
+          o[q * 32 + 2 * c + e] = v;
+        }
       }
-      i += ma;
+  }
+  /** dy's row `src` (16 channels a position, `ws` bytes apart; Wo positions, 0 past them)
+   * transposed: dst[c][2q + e] = dy(c, q + e*half) for q < half, rows of 2*half values. */
+  static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half) {
+    auto* o = reinterpret_cast<uint16_t*>(dst);
+    for (int c = 0; c < 16; ++c)
+      for (int q = 0; q < half; ++q)
+        for (int e = 0; e < 2; ++e) {
+          const int p = q + e * half;
+          uint16_t v = 0;
+          if (p < Wo) std::memcpy(&v, src + p * ws + 2 * c, 2);
+          o[c * 2 * half + 2 * q + e] = v;
+        }
+  }
+};
+
+#define TBEX_AMX_STAGE __attribute__((target("avx512f,avx512bw")))
+
+struct VectorStage {
+  TBEX_AMX_STAGE static __m256i position(const uint8_t* src, int64_t ws, int p, int W) {
+    return p >= 0 && p < W ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + p * ws))
+                           : _mm256_setzero_si256();
+  }
+  TBEX_AMX_STAGE static __m512i two(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
+  }
+  TBEX_AMX_STAGE static void pairs(uint8_t* dst, const uint8_t* src, int64_t ws, int W, int sw,
+                                   int off, int half, int rows) {
+    alignas(64) static const uint16_t kIdx[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
+                                                  21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
+                                                  11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i idx = _mm512_load_si512(kIdx);
+    for (int q = 0; q < rows; ++q) {
+      const int p = q * sw + off;
+      const __m512i v = two(position(src, ws, p, W), position(src, ws, p + half * sw, W));
+      _mm512_storeu_si512(dst + q * 64, _mm512_permutexvar_epi16(idx, v));
     }
   }
-  T::end();
-}
+  /** One round of the transpose: registers a and a | 1 << J trade element bit I for register
+   * bit J (each output takes the elements whose bit I matches its own register bit). */
+  template <int J, int I>
+  TBEX_AMX_STAGE static void exchange(__m512i* r) {
+    alignas(64) static const auto kIdx = [] {
+      struct {
+        uint16_t a[32], b[32];
+      } t;
+      for (int i = 0; i < 32; ++i) {
+        const int from_b = i >> I & 1 ? 32 : 0;
+        t.a[i] = uint16_t((i & ~(1 << I)) | from_b);
+        t.b[i] = uint16_t((i | 1 << I) | from_b);
+      }
+      return t;
+    }();
+    const __m512i ia = _mm512_load_si512(kIdx.a), ib = _mm512_load_si512(kIdx.b);
+    for (int a = 0; a < 16; ++a)
+      if (!(a >> J & 1)) {
+        const __m512i x = r[a], y = r[a | 1 << J];
+        r[a] = _mm512_permutex2var_epi16(x, ia, y);
+        r[a | 1 << J] = _mm512_permutex2var_epi16(x, ib, y);
+      }
+  }
+  TBEX_AMX_STAGE static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half) {
+    // Per 16 pairs (q, q + half): registers j < 8 hold positions q + 2j, q + 2j + 1 (element
+    // i = 16*(position's low bit) + channel), j >= 8 the same positions past half. Three rounds
+    // move channel bits 0-2 into the register index; the last moves bit 3 and writes each
+    // register's elements in the order of the tile's k: 2*(pair) + (which half).
+    alignas(64) static const auto kLast = [] {
+      struct {
+        uint16_t a[32], b[32];
+      } t;
+      for (int k = 0; k < 32; ++k) {
+        const int r = k >> 1, e = k & 1;
+        const int i = (r >> 1 & 7) | (r & 1) << 4;
+        t.a[k] = uint16_t(i | (e ? 32 : 0));
+        t.b[k] = uint16_t(i | 8 | (e ? 32 : 0));
+      }
+      return t;
+    }();
+    const int64_t row = int64_t(4) * half;  // bytes of a channel's staged row
+    for (int qb = 0; qb < half; qb += 16) {
+      const int nq = std::min(16, half - qb);
+      __m512i r[16];
+      for (int e = 0; e < 2; ++e)
+        for (int j = 0; j < 8; ++j) {
+          const int p = qb + 2 * j, base = e * half;
+          // Pairs past the last (q >= half) are left 0: the store below leaves them out.
+          r[e * 8 + j] = two(position(src, ws, p < qb + nq ? p + base : Wo, Wo),
+                             position(src, ws, p + 1 < qb + nq ? p + 1 + base : Wo, Wo));
+        }
+      exchange<0, 0>(r);
+      exchange<1, 1>(r);
+      exchange<2, 2>(r);
+      const __m512i ia = _mm512_load_si512(kLast.a), ib = _mm512_load_si512(kLast.b);
+      const __mmask32 keep = nq == 16 ? ~__mmask32(0) : __mmask32((1u << (2 * nq)) - 1);
+      for (int a = 0; a < 8; ++a) {
+        _mm512_mask_storeu_epi16(dst + a * row + qb * 4, keep, _mm512_permutex2var_epi16(r[a], ia, r[a + 8]));
+        _mm512_mask_storeu_epi16(dst + (a + 8) * row + qb * 4, keep,
+                                 _mm512_permutex2var_epi16(r[a], ib, r[a + 8]));
+      }
+    }
+  }
+};
 
-void set_dim(halide_buffer_t* buf, int i, int min, int max) {
-  buf->dim[i].min = min;
-  buf->dim[i].extent = max - min + 1;
-}
-
-/** The region out's dim i covers: [lo, hi]. */
+/** The box of out one call computes (each dim's [lo, hi]). */
 struct Range {
   int lo, hi;
+  int size() const { return hi - lo + 1; }
 };
 Range range(const halide_buffer_t* b, int i) {
   return {b->dim[i].min, b->dim[i].min + b->dim[i].extent - 1};
 }
 
-/** The extern stage on tile registers T: a bounds query's answer, or the sums. */
-template <class T>
-int amx_dw(halide_buffer_t* x, halide_buffer_t* dy, int32_t N, int32_t Do, int32_t Ho,
-           int32_t we, int32_t G, int32_t sd, int32_t sh, int32_t sw, int32_t dd, int32_t dh,
-           int32_t dw, int32_t kk, halide_buffer_t* out) {
-  // out: (n, c0, kw, kh, c1g, kd, g)
-  const Range n = range(out, 0), kw = range(out, 2), kh = range(out, 3), c1 = range(out, 4),
-              kd = range(out, 5), gr = range(out, 6);
-  const int half = we / 2;
-  // The phases along w (ph = kw*dw % sw) and row offsets (kw*dw / sw) the region's taps read.
-  int ph_lo = sw, ph_hi = 0;
-  for (int k = kw.lo; k <= kw.hi; ++k)
-    ph_lo = std::min(ph_lo, k * dw % sw), ph_hi = std::max(ph_hi, k * dw % sw);
-  if (x->host == nullptr || dy->host == nullptr) {
-    if (x->host == nullptr) {
-      set_dim(x, 0, kw.lo * dw / sw, we - 1 + kw.hi * dw / sw);
-      set_dim(x, 1, 0, 15);
-      set_dim(x, 2, kh.lo * dh, (Ho - 1) * sh + kh.hi * dh);
-      set_dim(x, 3, c1.lo, c1.hi);
-      set_dim(x, 4, kd.lo * dd, (Do - 1) * sd + kd.hi * dd);
-      set_dim(x, 5, 0, N - 1);
-      set_dim(x, 6, gr.lo, gr.hi);
-      set_dim(x, 7, ph_lo, ph_hi);
+/** One x tile's source: a (kw, kh, c1g, kd, g) of the call, its offset in a plane of the staged
+ * x for a chunk's first row, and its sums' offset (floats) in out for output block 0. */
+struct Entry {
+  int64_t x_off, out_off;
+  int gi;  // real group, from the call's first
+};
+
+/** A chunk's staged operands and how a row finds them. */
+struct Chunk {
+  int r0, r1;           // output rows (b*Do + do)*Ho + ho
+  int first_plane, ho0; // the plane of r0 and r0's row in it
+  const uint8_t* x;     // staged x: planes of plane_bytes, rows of x's h sh*h_bytes apart
+  int64_t plane_bytes, row_bytes;
+  const uint8_t* dy;    // staged dy: per row, real group and output block, 16 x We values
+  int64_t t_bytes, blk_bytes;
+  int blocks, Ho, half, kk;
+  bool first;           // the call's first chunk: accumulators start at 0
+};
+
+/** One visit: output blocks bi, bi+1 (MA of them) x entries e[0..NB), rows [r0, r1). The
+ * accumulator (i, j) sums at out + e[j].out_off + (bi + i)*16*out_n floats, its rows (output
+ * channels) out_n floats apart; zeroed on the call's first chunk, else loaded. */
+template <class T, int MA, int NB>
+TBEX_AMX void visit(const Chunk& c, const Entry* e, int bi, float* out, int64_t out_n) {
+  float* dst[4];
+  for (int i = 0; i < MA; ++i)
+    for (int j = 0; j < NB; ++j) dst[i * 2 + j] = out + e[j].out_off + (bi + i) * 16 * out_n;
+  const int64_t stride = out_n * 4;
+  if (c.first) {
+    T::template zero<0>();
+    if constexpr (NB > 1) T::template zero<1>();
+    if constexpr (MA > 1) T::template zero<2>();
+    if constexpr (MA > 1 && NB > 1) T::template zero<3>();
+  } else {
+    T::template load_acc<0>(dst[0], stride);
+    if constexpr (NB > 1) T::template load_acc<1>(dst[1], stride);
+    if constexpr (MA > 1) T::template load_acc<2>(dst[2], stride);
+    if constexpr (MA > 1 && NB > 1) T::template load_acc<3>(dst[3], stride);
+  }
+  const int step = c.kk / 2;
+  const int64_t a_stride = int64_t(4) * c.half;
+  int pc = 0, ho = c.ho0;
+  const uint8_t* a = c.dy + (int64_t(e[0].gi) * c.blocks + bi) * c.blk_bytes;
+  for (int t = c.r0; t < c.r1; ++t, a += c.t_bytes) {
+    const uint8_t* xrow = c.x + pc * c.plane_bytes + int64_t(ho - c.ho0) * c.row_bytes;
+    if (++ho == c.Ho) ho = 0, ++pc;
+    const uint8_t* a0 = a;
+    const uint8_t* b0 = xrow + e[0].x_off;
+    const uint8_t* b1 = xrow + e[NB - 1].x_off;
+    for (int q = 0; q < c.half; q += step, a0 += 2 * c.kk, b0 += 32 * c.kk, b1 += 32 * c.kk) {
+      T::template load<4>(a0, a_stride);
+      T::template load<6>(b0, 64);
+      T::template multiply<0>();
+      if constexpr (NB > 1) {
+        T::template load<7>(b1, 64);
+        T::template multiply<1>();
+      }
+      if constexpr (MA > 1) {
+        T::template load<5>(a0 + c.blk_bytes, a_stride);
+        T::template multiply<2>();
+        if constexpr (NB > 1) T::template multiply<3>();
+      }
     }
-    if (dy->host == nullptr) {
-      set_dim(dy, 0, 0, 1);
-      set_dim(dy, 1, n.lo, n.hi);
-      set_dim(dy, 2, gr.lo * half, ((N * Do * Ho - 1) * G + gr.hi) * half + half - 1);
-    }
+  }
+  T::template store<0>(dst[0], stride);
+  if constexpr (NB > 1) T::template store<1>(dst[1], stride);
+  if constexpr (MA > 1) T::template store<2>(dst[2], stride);
+  if constexpr (MA > 1 && NB > 1) T::template store<3>(dst[3], stride);
+}
+
+/** Memory the staging writes into (uninitialized; 64-byte aligned), freed at scope exit. */
+struct Scratch {
+  uint8_t* p = nullptr;
+  explicit Scratch(size_t bytes) : p(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))) {}
+  ~Scratch() { std::free(p); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+void set_dims(halide_buffer_t* buf, std::initializer_list<int> extents) {
+  int i = 0;
+  for (int e : extents) buf->dim[i].min = 0, buf->dim[i].extent = e, ++i;
+}
+
+/** The extern stage with tile registers T and staging S: a bounds query's answer, or the sums. */
+template <class T, class S>
+int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_buffer_t* out) {
+  // A bounds query: inputs without memory ask what the call reads (inputs Halide holds as
+  // buffers of its caller arrive with theirs, beside an output without memory).
+  if (xb->host == nullptr || dyb->host == nullptr || out->host == nullptr) {
+    if (xb->host == nullptr) set_dims(xb, {16, g.W, g.H, g.C1, g.D, g.N});
+    if (dyb->host == nullptr) set_dims(dyb, {16, g.Wo, g.Ho, g.Co1, g.Do, g.N});
     return 0;
   }
-  const halide_dimension_t *xd = x->dim, *yd = dy->dim, *od = out->dim;
-  // The tile loads read a row's positions (x), a row's channel pairs (dy) and 16 sums (out)
-  // as contiguous runs; n and c0 come in whole tiles.
-  if (xd[0].stride != 1 || yd[0].stride != 1 || yd[1].stride != 2 || od[0].stride != 1 ||
-      out->dim[1].extent != 16 || out->dim[1].min != 0 || (n.hi - n.lo + 1) % 16 != 0)
+  // out: (c0, n, kw, kh, c1g, kd, g)
+  const Range n = range(out, 1), kw = range(out, 2), kh = range(out, 3), c1 = range(out, 4),
+              kd = range(out, 5), gr = range(out, 6);
+  const halide_dimension_t* od = out->dim;
+  // Whole tiles: 16 lanes of c0 side by side, n in blocks of 16 of a group's channels; a
+  // position's 16 lanes (x) or channels (dy) side by side; kk positions a tile multiply.
+  if (od[0].stride != 1 || od[0].min != 0 || od[0].extent != 16 || n.lo % 16 != 0 || n.size() % 16 != 0 ||
+      g.cout_g % 16 != 0 || xb->dim[0].stride != 1 || dyb->dim[0].stride != 1 ||
+      xb->dim[0].extent != 16 || dyb->dim[0].extent != 16 || g.kk < 2 || g.kk % 2 != 0 ||
+      g.kk > 32 || g.we % g.kk != 0 || g.we < g.Wo)
     return -1;
-  Frame f;
-  f.x_c0 = int64_t(xd[1].stride) * 2, f.x_h = int64_t(xd[2].stride) * 2;
-  f.x_d = int64_t(xd[4].stride) * 2, f.x_b = int64_t(xd[5].stride) * 2;
-  // x at (wq, c0, h, c1g, d, b, g, ph) = (0, 0, 0, ., 0, 0, ., .) relative to its buffer's minimum.
-  f.x = x->host - (int64_t(xd[0].min) * xd[0].stride + int64_t(xd[2].min) * xd[2].stride +
-                   int64_t(xd[4].min) * xd[4].stride + int64_t(xd[5].min) * xd[5].stride) * 2;
-  f.dy_n = int64_t(yd[1].stride) * 2, f.dy_row = int64_t(yd[2].stride) * 2;
-  f.dy = dy->host + (int64_t(n.lo - yd[1].min) * yd[1].stride - int64_t(yd[2].min) * yd[2].stride) * 2;
-  f.Do = Do, f.Ho = Ho, f.we = we, f.G = G, f.sd = sd, f.sh = sh, f.kk = kk;
+  const View6 x = view(xb), dy = view(dyb);
+  const int half = g.we / 2, blocks = n.size() / 16;
+  // Phases along w (kw*dw % sw) and shifts (kw*dw / sw) of the call's taps.
+  int ph_lo = g.sw, ph_hi = 0, shift = 0;
+  for (int k = kw.lo; k <= kw.hi; ++k) {
+    ph_lo = std::min(ph_lo, k * g.dw % g.sw), ph_hi = std::max(ph_hi, k * g.dw % g.sw);
+    shift = std::max(shift, k * g.dw / g.sw);
+  }
+  // Staged x per chunk: [plane][g][kd][h][c1g][phase][q][32 values]; h runs over the rows the
+  // chunk's output rows read with the call's taps along h (sh apart a row).
+  const int rows = g.N * g.Do * g.Ho, chunk = tbex::amx_dw_chunk_rows(g.we, g.Ho);
+  const int planes = chunk >= g.Ho ? chunk / g.Ho : 1, span = std::min(chunk, g.Ho);
+  const int Q = half + shift;
+  const int64_t ph_bytes = int64_t(Q) * 64, c1_bytes = (ph_hi - ph_lo + 1) * ph_bytes,
+                h_bytes = c1.size() * c1_bytes;
+  const int Hs = (span - 1) * g.sh + (kh.size() - 1) * g.dh + 1;
+  const int64_t kd_bytes = Hs * h_bytes, g_bytes = kd.size() * kd_bytes, plane_bytes = gr.size() * g_bytes;
+  // Staged dy per chunk: [row][g][block][channel][We values].
+  const int64_t blk_bytes = int64_t(16) * g.we * 2, t_bytes = gr.size() * blocks * blk_bytes;
+  Scratch xs(size_t(planes) * plane_bytes), ys(size_t(chunk) * t_bytes);
+  if (xs.p == nullptr || ys.p == nullptr) return -1;
+
   std::vector<Entry> entries;
-  for (int g = gr.lo; g <= gr.hi; ++g)
+  for (int gi = 0; gi < gr.size(); ++gi)
     for (int d = kd.lo; d <= kd.hi; ++d)
       for (int c = c1.lo; c <= c1.hi; ++c)
         for (int h = kh.lo; h <= kh.hi; ++h)
           for (int w = kw.lo; w <= kw.hi; ++w) {
             Entry e;
-            e.g = g;
-            e.x_off = (int64_t(w * dw / sw) * xd[0].stride + int64_t(h * dh) * xd[2].stride +
-                       int64_t(c - xd[3].min) * xd[3].stride + int64_t(d * dd) * xd[4].stride +
-                       int64_t(g - xd[6].min) * xd[6].stride + int64_t(w * dw % sw - xd[7].min) * xd[7].stride) * 2;
+            e.gi = gi;
+            e.x_off = gi * g_bytes + (d - kd.lo) * kd_bytes + int64_t(h - kh.lo) * g.dh * h_bytes +
+                      (c - c1.lo) * c1_bytes + (w * g.dw % g.sw - ph_lo) * ph_bytes + (w * g.dw / g.sw) * 64;
             e.out_off = int64_t(w - kw.lo) * od[2].stride + int64_t(h - kh.lo) * od[3].stride +
                         int64_t(c - c1.lo) * od[4].stride + int64_t(d - kd.lo) * od[5].stride +
-                        int64_t(g - gr.lo) * od[6].stride;
+                        int64_t(gi) * od[6].stride;
             entries.push_back(e);
           }
-  run<T>(f, entries, (n.hi - n.lo + 1) / 16, N * Do * Ho, reinterpret_cast<float*>(out->host),
-         int64_t(od[1].stride) * 4);
+  // The staged rows of x a chunk's rows read (sh > the taps' reach along h skips some).
+  std::vector<char> needed(Hs, 0);
+  for (int r = 0; r < span; ++r)
+    for (int k = 0; k < kh.size(); ++k) needed[r * g.sh + k * g.dh] = 1;
+
+  float* sums = reinterpret_cast<float*>(out->host);
+  const int64_t out_n = od[1].stride;
+  T::begin(g.kk);
+  for (int r0 = 0, r1; r0 < rows; r0 = r1) {
+    r1 = chunk >= g.Ho ? std::min(rows, r0 + chunk) : std::min(r0 + chunk, (r0 / g.Ho + 1) * g.Ho);
+    Chunk c{r0, r1, r0 / g.Ho, r0 % g.Ho, xs.p, plane_bytes, g.sh * h_bytes, ys.p, t_bytes, blk_bytes,
+            blocks, g.Ho, half, g.kk, r0 == 0};
+    // x: the chunk's planes, each from its first row's reach.
+    for (int p = c.first_plane; p <= (r1 - 1) / g.Ho; ++p) {
+      const int b = p / g.Do, od_ = p % g.Do;
+      const int used = std::min(r1, (p + 1) * g.Ho) - std::max(r0, p * g.Ho);  // rows in the plane
+      const int reach = (used - 1) * g.sh + (kh.size() - 1) * g.dh + 1;
+      for (int gi = 0; gi < gr.size(); ++gi)
+        for (int d = kd.lo; d <= kd.hi; ++d) {
+          const int di = od_ * g.sd + d * g.dd - g.pf;
+          for (int hh = 0; hh < reach; ++hh) {
+            if (!needed[hh]) continue;
+            const int hi = c.ho0 * g.sh + kh.lo * g.dh + hh - g.pt;
+            uint8_t* dst = xs.p + (p - c.first_plane) * plane_bytes + gi * g_bytes + (d - kd.lo) * kd_bytes + hh * h_bytes;
+            if (di < 0 || di >= g.D || hi < 0 || hi >= g.H) {
+              std::memset(dst, 0, size_t(h_bytes));
+              continue;
+            }
+            for (int ci = 0; ci < c1.size(); ++ci) {
+              const int blk = std::min((gr.lo + gi) * g.cin1_g + c1.lo + ci, g.C1 - 1);
+              for (int ph = ph_lo; ph <= ph_hi; ++ph)
+                S::pairs(dst + ci * c1_bytes + (ph - ph_lo) * ph_bytes, x.row(hi, blk, di, b), x.w, g.W,
+                         g.sw, ph - g.pl, half, Q);
+            }
+          }
+        }
+    }
+    // dy: each row of the chunk, per group and output block.
+    for (int t = r0; t < r1; ++t) {
+      const int ho = t % g.Ho, od_ = t / g.Ho % g.Do, b = t / (g.Ho * g.Do);
+      for (int gi = 0; gi < gr.size(); ++gi)
+        for (int bi = 0; bi < blocks; ++bi) {
+          const int blk = std::min(((gr.lo + gi) * g.cout_g + n.lo) / 16 + bi, g.Co1 - 1);
+          S::transpose(ys.p + (t - r0) * t_bytes + (gi * blocks + bi) * blk_bytes, dy.row(ho, blk, od_, b),
+                       dy.w, g.Wo, half);
+        }
+    }
+    for (size_t i = 0; i < entries.size();) {
+      // Two entries where the next one is of the same real group (they share dy's rows).
+      const int nb = i + 1 < entries.size() && entries[i + 1].gi == entries[i].gi ? 2 : 1;
+      const Entry* e = &entries[i];
+      for (int bi = 0; bi < blocks; bi += 2) {
+        if (nb == 2 && bi + 1 < blocks) visit<T, 2, 2>(c, e, bi, sums, out_n);
+        else if (nb == 2) visit<T, 1, 2>(c, e, bi, sums, out_n);
+        else if (bi + 1 < blocks) visit<T, 2, 1>(c, e, bi, sums, out_n);
+        else visit<T, 1, 1>(c, e, bi, sums, out_n);
+      }
+      i += nb;
+    }
+  }
+  T::end();
   return 0;
+}
+
+Geometry geometry(int32_t N, int32_t D, int32_t H, int32_t W, int32_t C1, int32_t Do, int32_t Ho,
+                  int32_t Wo, int32_t Co1, int32_t we, int32_t G, int32_t cin1_g, int32_t cout_g,
+                  int32_t sd, int32_t sh, int32_t sw, int32_t dd, int32_t dh, int32_t dw, int32_t pf,
+                  int32_t pt, int32_t pl, int32_t kk) {
+  return {N, D, H, W, C1, Do, Ho, Wo, Co1, we, G, cin1_g, cout_g, sd, sh, sw, dd, dh, dw, pf, pt, pl, kk};
 }
 
 }  // namespace
 
-extern "C" int tbex_amx_dw(halide_buffer_t* x, halide_buffer_t* dy, int32_t batch, int32_t out_d,
-                           int32_t out_h, int32_t row_positions, int32_t real_g, int32_t stride_d,
-                           int32_t stride_h, int32_t stride_w, int32_t dil_d, int32_t dil_h,
-                           int32_t dil_w, int32_t kk, halide_buffer_t* out) {
-  return amx_dw<AmxTiles>(x, dy, batch, out_d, out_h, row_positions, real_g, stride_d, stride_h,
-                          stride_w, dil_d, dil_h, dil_w, kk, out);
+#define TBEX_AMX_DW_GEOMETRY                                                                    \
+  geometry(batch, in_d, in_h, in_w, in_c1, out_d, out_h, out_w, out_c1, row_positions, real_g, \
+           cin1_g, cout_g, stride_d, stride_h, stride_w, dil_d, dil_h, dil_w, pad_d, pad_h,    \
+           pad_w, kk)
+
+extern "C" int tbex_amx_dw(TBEX_AMX_DW_ARGS) {
+  return amx_dw<AmxTiles, VectorStage>(x, dy, TBEX_AMX_DW_GEOMETRY, out);
 }
 
 // Tests only: left out of the object cached kernels link (EMBEDDED_KERNELS_OBJECT, CMakeLists.txt).
 #ifndef EMBEDDED_KERNELS_OBJECT
-extern "C" int tbex_amx_dw_emulated(halide_buffer_t* x, halide_buffer_t* dy, int32_t batch,
-                                    int32_t out_d, int32_t out_h, int32_t row_positions,
-                                    int32_t real_g, int32_t stride_d, int32_t stride_h,
-                                    int32_t stride_w, int32_t dil_d, int32_t dil_h, int32_t dil_w,
-                                    int32_t kk, halide_buffer_t* out) {
-  return amx_dw<EmulatedTiles>(x, dy, batch, out_d, out_h, row_positions, real_g, stride_d,
-                               stride_h, stride_w, dil_d, dil_h, dil_w, kk, out);
+extern "C" int tbex_amx_dw_emulated(TBEX_AMX_DW_ARGS) {
+  return amx_dw<EmulatedTiles, ScalarStage>(x, dy, TBEX_AMX_DW_GEOMETRY, out);
 }
 #endif

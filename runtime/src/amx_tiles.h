@@ -34,7 +34,9 @@ struct AmxTiles {
     for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = kRows;
     for (int t = 4; t < 6; ++t) cfg.colsb[t] = uint16_t(kk * 2), cfg.rows[t] = kRows;
     for (int t = 6; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = uint8_t(kk / 2);
-    _tile_loadconfig(&cfg);
+    // Not _tile_loadconfig: GCC 12's names only the pointer's first 8 bytes as read, so the
+    // stores filling the rest are dead to it (the tile kernels faulted on a config of zeros).
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
   }
   TBEX_AMX static void end() { _tile_release(); }
   template <int C>

@@ -153,6 +153,9 @@ const Case kDwCases[] = {
     // 240 output rows of 6 positions: dw_amx_blocked's sums carried over two chunks of rows;
     // three output blocks (a pair and a single one).
     {"many_rows", 2, 32, 48, 1, {10, 12, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    // Four output blocks, strided and padded along w: with threads, dw_amx_blocked's calls take
+    // pairs of output blocks (each stages x again); two phases along w.
+    {"block_pairs", 2, 16, 64, 1, {3, 7, 11}, {2, 3, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1, 1, 1, 0}},
 };
 
 class AmxDwTest : public ::testing::TestWithParam<int> {};
@@ -199,8 +202,6 @@ TEST_P(AmxDwTest, PortableBlockedKernelMatchesReference) {
   if (p.group.cout_g % 16 != 0) GTEST_SKIP() << c.name << ": output channels not in whole tiles";
   ops::DwAlgorithm a = ops::define_backprop_filter(p);
   a.use_blocks();
-  a.xT.bound(a.c0, 0, 16).compute_root();
-  a.dyV.compute_root();
   a.ext.bound(a.c0, 0, 16).compute_root();  // (an extern computed inline is called per point)
   Halide::Pipeline pipeline(a.out);
   pipeline.set_jit_externs(
@@ -390,20 +391,21 @@ TEST(Amx, ResultIsTheSameAtAnyThreadCount) {
 
 TEST(Amx, DwResultIsTheSameAtAnyThreadCount) {
   if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
-  const Case& c = kDwCases[1];
-  const Problem p = dw_problem(c, DType::kBFloat16);
-  const test::Bf16Operands o = test::bf16_dw_operands(c, 51);
-  std::vector<std::vector<float>> outs;
   const int before = num_threads();
-  for (const char* s : {"dw_amx", "dw_amx_blocked"}) {
-    std::vector<std::vector<float>> outs;
-    for (int threads : {1, 2}) {
-      set_num_threads(threads);
-      auto k = compile(p, CompileOptions{s});
-      outs.emplace_back(test::count(p.dw_shape()), -7.0f);
-      k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
+  // strided: calls along kd; block_pairs: along pairs of output blocks, then kd.
+  for (const Case* c : {&kDwCases[1], &kDwCases[8]}) {
+    const Problem p = dw_problem(*c, DType::kBFloat16);
+    const test::Bf16Operands o = test::bf16_dw_operands(*c, 51);
+    for (const char* s : {"dw_amx", "dw_amx_blocked"}) {
+      std::vector<std::vector<float>> outs;
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        auto k = compile(p, CompileOptions{s});
+        outs.emplace_back(test::count(p.dw_shape()), -7.0f);
+        k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
+      }
+      EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4)) << c->name << " " << s;
     }
-    EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4)) << s;
   }
   set_num_threads(before);
 }
@@ -424,8 +426,8 @@ TEST(Amx, DwBlockedWhyNotNamesTheDtypeTheRowAndTheTarget) {
 }
 
 TEST(Amx, DwBlockedCallsSplitTheBlocksOverTheThreads) {
-  // One call on one thread; with threads, calls along the outer block dims until there are
-  // about 4 a thread (results do not depend on the cut).
+  // One call on one thread; with threads, calls along the groups, pairs of output blocks, kd and
+  // the input blocks until there are about 4 a thread (results do not depend on the cut).
   const Halide::Target t = lower::host_target();
   auto describe = [&](const Case& c, int threads) {
     return sched::find_schedule(sched::dw_registry(), "dw_amx_blocked")
@@ -436,6 +438,8 @@ TEST(Amx, DwBlockedCallsSplitTheBlocksOverTheThreads) {
   EXPECT_NE(describe(groups, 2).find("8 calls along g x kd x c1g"), std::string::npos) << describe(groups, 2);
   const Case& rows = kDwCases[7];  // many_rows: Kd 3, 2 input blocks
   EXPECT_NE(describe(rows, 2).find("6 calls along kd x c1g"), std::string::npos) << describe(rows, 2);
+  const Case& pairs = kDwCases[8];  // block_pairs: 4 output blocks, Kd 2
+  EXPECT_NE(describe(pairs, 2).find("4 calls along n/32 x kd"), std::string::npos) << describe(pairs, 2);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ from tbex import _C, knobs
 REPO = Path(__file__).resolve().parents[2]
 PRODUCT = ["compiler", "schedules", "runtime", "python/tbex", "python/src", "aclnn/src", "ascendc/src", "ascendc/include"]
 # Names of the form TBEX_* that are macros, not settings.
-MACRO = re.compile(r"^TBEX_(VERSION_\w+|AMX|ACLNN\w*_H_|AOT_\w*|ASCENDC_\w+|PY_FIELD|\w+_H)$")
+MACRO = re.compile(r"^TBEX_(VERSION_\w+|AMX\w*|ACLNN\w*_H_|AOT_\w*|ASCENDC_\w+|PY_FIELD|\w+_H)$")
 
 
 def product_files():

@@ -222,14 +222,17 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
                       {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
     }
 
-    // Blocked tile form: acct's sums from tbex_amx_dw, which reads xT and dyV as the tiles do.
+    // Blocked tile form: acct's sums from tbex_amx_dw, which reads x and dy in place and stages
+    // each chunk's tiles itself (tbex/amx_dw.h); its sums have c0 innermost, as out.
     a.kk = dw_k_step(p);
-    a.ext.define_extern("tbex_amx_dw",
-                        {a.xT, a.dyV, Expr(N), Expr(Do), Expr(Ho), Expr(a.we), Expr(G), Expr(sd),
-                         Expr(sh), Expr(sw), Expr(dd), Expr(dh), Expr(dw), Expr(a.kk)},
-                        Float(32), {n, c0, kw, kh, c1g, kd, g}, NameMangling::C);
+    a.ext.define_extern(
+        "tbex_amx_dw",
+        {a.x.parameter(), a.dy.parameter(), Expr(N), Expr(D), Expr(H), Expr(W), Expr(C1), Expr(Do),
+         Expr(Ho), Expr(Wo), Expr(Co1), Expr(a.we), Expr(G), Expr(cin1_g), Expr(cout_g), Expr(sd),
+         Expr(sh), Expr(sw), Expr(dd), Expr(dh), Expr(dw), Expr(pf), Expr(pt), Expr(pl), Expr(a.kk)},
+        Float(32), {c0, n, kw, kh, c1g, kd, g}, NameMangling::C);
     a.outb = Func("out");
-    a.outb(c0, n, kw, kh, c1g, kd, g) = select(valid, a.ext(n, ac0, kw, kh, c1g, kd, g), 0.0f);
+    a.outb(c0, n, kw, kh, c1g, kd, g) = select(valid, a.ext(ac0, n, kw, kh, c1g, kd, g), 0.0f);
     constrain_shape(a.outb.output_buffer(),
                     {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
   }

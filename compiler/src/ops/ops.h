@@ -100,10 +100,11 @@ struct DwAlgorithm {
 
   /** Blocked tile form, defined with the tile form: acct's sums computed by tbex_amx_dw
    * (tbex/amx_dw.h: 2 x 2 blocks of AMX tiles held over chunks of output rows, a Halide extern
-   * stage) from xT and dyV, kk positions per tile multiply. A schedule that uses it calls
+   * stage) from x and dy as the caller holds them (the kernel stages its tiles per chunk), kk
+   * positions per tile multiply. A schedule that uses it calls
    * use_blocks(): out then reads ext. */
   int kk = 2;                 ///< positions per tile multiply (dw_k_step)
-  Halide::Func ext{"ext"};    ///< (n, c0, kw, kh, c1g, kd, g) fp32 sums: the extern stage
+  Halide::Func ext{"ext"};    ///< (c0, n, kw, kh, c1g, kd, g) fp32 sums: the extern stage
   Halide::Func outb;          ///< out reading ext (named "out" too)
   void use_blocks() { out = outb; }
 };
