@@ -33,31 +33,55 @@ using namespace Halide;
  * thread (c2, b, c1 dW bf16 on Emerald Rapids with AMX: the slow core's call set the time; 12
  * calls of c2 then ran 7.4-9 ms a run at 2 threads against 15-17 for 2 calls). */
 struct Cut {
-  std::vector<int> dims;
+  struct Part {
+    int dim;        // of ext's args
+    int64_t parts;  // calls along it, each a run of extent / parts (whole pairs of n's blocks)
+  };
+  std::vector<Part> dims;  // outermost first
   int64_t calls = 1;
-  int64_t blocks = 1;  // output blocks of 16 channels a call
+  /** Of dim (its extent `extent`: groups, blocks of 16 channels, taps or input blocks), what one
+   * call takes. */
+  int64_t per_call(int dim, int64_t extent) const {
+    for (const Part& d : dims)
+      if (d.dim == dim) return extent / d.parts;
+    return extent;
+  }
 };
 
-/** Output blocks a call takes when the cut goes along them: a pair (the 2 x 2 blocking). */
+/** Output blocks a call takes at least when the cut goes along them: a pair (the 2 x 2 blocking). */
 constexpr int kCallBlocks = 2;
+
+/** How many calls ext's arg `dim` can be cut into: its real groups, pairs of output blocks
+ * (1 where the blocks do not pair up), taps along d, input blocks. */
+int64_t cut_extent(const Problem& p, int dim) {
+  const int64_t blocks = p.group.cout_g / 16;
+  switch (dim) {
+    case 6: return p.group.real_g;
+    case 1: return blocks % kCallBlocks == 0 ? blocks / kCallBlocks : 1;
+    case 5: return p.geo.kernel[0];
+    default: return p.group.cin1_g;
+  }
+}
 
 Cut cut_of(const Problem& p, int threads) {
   Cut c;
-  const int64_t blocks = p.group.cout_g / 16;
-  c.blocks = blocks;
   if (threads < 2) return c;
-  const int64_t pairs = blocks % kCallBlocks == 0 ? blocks / kCallBlocks : 1;
-  const std::pair<int, int64_t> dims[] = {
-      {6, p.group.real_g}, {1, pairs}, {5, p.geo.kernel[0]}, {4, p.group.cin1_g}};
-  for (const auto& [dim, extent] : dims) {
-    if (c.calls >= 4 * threads) break;
-    if (extent > 1) c.dims.push_back(dim), c.calls *= extent;
-    if (dim == 1 && extent > 1) c.blocks = kCallBlocks;
+  const int64_t target = 4 * threads;
+  for (int dim : {6, 1, 5, 4}) {
+    const int64_t extent = cut_extent(p, dim);
+    if (c.calls >= target || extent < 2) continue;
+    // The fewest parts (a divisor: every call the same share) that reach the target.
+    int64_t parts = extent;
+    for (int64_t k = 2; k < extent; ++k)
+      if (extent % k == 0 && c.calls * k >= target) {
+        parts = k;
+        break;
+      }
+    c.dims.push_back({dim, parts});
+    c.calls *= parts;
   }
   return c;
 }
-
-bool cut_along(const Cut& c, int dim) { return std::find(c.dims.begin(), c.dims.end(), dim) != c.dims.end(); }
 
 class DwAmxBlocked final : public AmxTileSchedule<ops::DwAlgorithm> {
  public:
@@ -65,13 +89,14 @@ class DwAmxBlocked final : public AmxTileSchedule<ops::DwAlgorithm> {
   std::string why_not(const Problem& p) const override { return amx_dw_why_not(p); }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const Cut c = cut_of(p, ctx.threads);
-    static const char* kDims[] = {"c0", "n/32", "kw", "kh", "c1g", "kd", "g"};
+    static const char* kDims[] = {"c0", "n", "kw", "kh", "c1g", "kd", "g"};
     std::string along;
-    for (int d : c.dims) along += std::string(along.empty() ? "" : " x ") + kDims[d];
+    for (const Cut::Part& d : c.dims)
+      along += std::string(along.empty() ? "" : " x ") + kDims[d.dim] + " " + std::to_string(d.parts);
     std::ostringstream s;
     s << "AMX-BF16 2 x 2 blocks of 16n x 16c0 tiles (tbex_amx_dw), " << ops::dw_k_step(p)
       << " positions per tile multiply, "
-      << (c.dims.empty() ? std::string("one call") : std::to_string(c.calls) + " calls along " + along)
+      << (c.dims.empty() ? std::string("one call") : std::to_string(c.calls) + " calls (" + along + ")")
       << " over " << ctx.threads << " threads, each chunk's dy staged transposed and x as position pairs";
     return s.str();
   }
@@ -90,10 +115,10 @@ Estimate DwAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   const int kk = ops::dw_k_step(p);
   const int we = ops::dw_padded_row(p);
   const Cut c = cut_of(p, ctx.threads);
-  const int64_t entries = g.kernel[2] * g.kernel[1] * gd.cin1_g * g.kernel[0] * gd.real_g /
-                          ((cut_along(c, 6) ? gd.real_g : 1) * (cut_along(c, 5) ? g.kernel[0] : 1) *
-                           (cut_along(c, 4) ? gd.cin1_g : 1));
-  const int64_t blocks = c.blocks;
+  const int64_t groups = c.per_call(6, gd.real_g), kd = c.per_call(5, g.kernel[0]),
+                c1 = c.per_call(4, gd.cin1_g);
+  const int64_t entries = g.kernel[2] * g.kernel[1] * c1 * kd * groups;
+  const int64_t blocks = c.per_call(1, gd.cout_g / 16);
   const int64_t entry_pairs = ceil_div(entries, 2), block_pairs = ceil_div(blocks, 2);
   const int Ho = (int)g.out[1];
   const int64_t planes = g.n * g.out[0];
@@ -118,14 +143,12 @@ Estimate DwAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   n.visit_cycles = kBlockDrainCost * m.tile_multiply_cycles;
   // A chunk's staged operands (a call's): x rows of every tap along h and d, every input block
   // and phase along w, as position pairs; dy rows transposed.
-  const double groups = cut_along(c, 6) ? 1 : gd.real_g, kd = cut_along(c, 5) ? 1 : g.kernel[0],
-               c1 = cut_along(c, 4) ? 1 : gd.cin1_g;
   const double chunk_planes = std::max(1.0, chunk_rows / Ho);
   const double pair_rows = we / 2 + double(g.kernel[2] - 1) * g.dilation[2] / g.stride[2];
   const double phases = std::min<double>(g.stride[2], g.kernel[2]);
-  const double x_staged = chunk_planes * groups * kd * x_rows_of(p, int64_t(std::min<double>(chunk_rows, Ho))) *
-                          c1 * phases * pair_rows * 32;
-  const double dy_staged = chunk_rows * groups * blocks * 16 * we;
+  const double x_staged = chunk_planes * double(groups * kd) * x_rows_of(p, int64_t(std::min<double>(chunk_rows, Ho))) *
+                          double(c1) * phases * pair_rows * 32;
+  const double dy_staged = chunk_rows * double(groups * blocks) * 16 * we;
   n.visit_footprint = int64_t(chunk_rows * we * 2 * 32 * 2);
   n.chunk_footprint = int64_t((x_staged + dy_staged) * 2);
   n.units = c.calls;
@@ -146,23 +169,32 @@ void DwAmxBlocked::apply(ops::DwAlgorithm& a, const Problem& p, const Context& c
   if (!c.dims.empty()) {
     // The call loops outermost, fused into one parallel loop: Halide calls an extern once per
     // iteration of its real loops, for the box of the dims inside them (which must all be inside).
+    // A dim cut into fewer calls than its extent is split: its outer var is the call loop.
     std::vector<Var> args = a.ext.args();
-    Var no("no");
-    if (cut_along(c, 1)) {
-      Var ni("ni");
-      a.ext.split(a.n, no, ni, kCallBlocks * 16, TailStrategy::RoundUp);
-      args[1] = ni;
+    std::vector<Var> calls;
+    std::vector<bool> inner_dim(args.size(), true);
+    for (const Cut::Part& d : c.dims) {
+      if (d.dim != 1 && d.parts == cut_extent(p, d.dim)) {
+        calls.push_back(args[d.dim]);
+        inner_dim[d.dim] = false;
+        continue;
+      }
+      // n in runs of whole pairs of blocks, the others in runs of taps or blocks.
+      const int64_t run = (d.dim == 1 ? p.group.cout_g : cut_extent(p, d.dim)) / d.parts;
+      Var outer(args[d.dim].name() + "_call"), inner(args[d.dim].name() + "_in");
+      a.ext.split(args[d.dim], outer, inner, (int)run, TailStrategy::RoundUp);
+      args[d.dim] = inner;
+      calls.push_back(outer);
     }
     std::vector<VarOrRVar> order;
-    for (int i = 0; i < (int)args.size(); ++i)
-      if (!cut_along(c, i)) order.push_back(args[i]);
-    const auto call_var = [&](int dim) { return dim == 1 ? no : args[dim]; };
-    for (auto d = c.dims.rbegin(); d != c.dims.rend(); ++d) order.push_back(call_var(*d));
+    for (size_t i = 0; i < args.size(); ++i)
+      if (inner_dim[i]) order.push_back(args[i]);
+    for (auto v = calls.rbegin(); v != calls.rend(); ++v) order.push_back(*v);
     a.ext.reorder(order);
-    Var call = call_var(c.dims[0]);
-    for (size_t i = 1; i < c.dims.size(); ++i) {
+    Var call = calls[0];
+    for (size_t i = 1; i < calls.size(); ++i) {
       Var fused("call" + std::to_string(i));
-      a.ext.fuse(call_var(c.dims[i]), call, fused);
+      a.ext.fuse(calls[i], call, fused);
       call = fused;
     }
     a.ext.parallel(call);

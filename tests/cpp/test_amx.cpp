@@ -153,9 +153,10 @@ const Case kDwCases[] = {
     // 240 output rows of 6 positions: dw_amx_blocked's sums carried over two chunks of rows;
     // three output blocks (a pair and a single one).
     {"many_rows", 2, 32, 48, 1, {10, 12, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
-    // Four output blocks, strided and padded along w: with threads, dw_amx_blocked's calls take
-    // pairs of output blocks (each stages x again); two phases along w.
-    {"block_pairs", 2, 16, 64, 1, {3, 7, 11}, {2, 3, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1, 1, 1, 0}},
+    // Four output and input blocks, strided and padded along w: with threads, dw_amx_blocked's
+    // calls take pairs of output blocks (each stages x again), then kd, then half the input
+    // blocks (a split dim); two phases along w.
+    {"block_pairs", 2, 64, 64, 1, {3, 7, 11}, {2, 3, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1, 1, 1, 0}},
 };
 
 class AmxDwTest : public ::testing::TestWithParam<int> {};
@@ -435,11 +436,11 @@ TEST(Amx, DwBlockedCallsSplitTheBlocksOverTheThreads) {
   };
   const Case& groups = kDwCases[6];  // group_blocks: 2 real groups, Kd 2, 2 input blocks
   EXPECT_NE(describe(groups, 1).find("one call"), std::string::npos) << describe(groups, 1);
-  EXPECT_NE(describe(groups, 2).find("8 calls along g x kd x c1g"), std::string::npos) << describe(groups, 2);
+  EXPECT_NE(describe(groups, 2).find("8 calls (g 2 x kd 2 x c1g 2)"), std::string::npos) << describe(groups, 2);
   const Case& rows = kDwCases[7];  // many_rows: Kd 3, 2 input blocks
-  EXPECT_NE(describe(rows, 2).find("6 calls along kd x c1g"), std::string::npos) << describe(rows, 2);
-  const Case& pairs = kDwCases[8];  // block_pairs: 4 output blocks, Kd 2
-  EXPECT_NE(describe(pairs, 2).find("4 calls along n/32 x kd"), std::string::npos) << describe(pairs, 2);
+  EXPECT_NE(describe(rows, 2).find("6 calls (kd 3 x c1g 2)"), std::string::npos) << describe(rows, 2);
+  const Case& pairs = kDwCases[8];  // block_pairs: 4 output blocks, Kd 2, 4 input blocks
+  EXPECT_NE(describe(pairs, 2).find("8 calls (n 2 x kd 2 x c1g 2)"), std::string::npos) << describe(pairs, 2);
 }
 
 }  // namespace
