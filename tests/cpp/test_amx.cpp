@@ -371,44 +371,39 @@ TEST(Amx, DwStagesXOnceWhereChunksWouldRestageIt) {
   EXPECT_FALSE(once(kDwCases[2]));  // grouped_mag4: kd 1
 }
 
+/** Schedule `s`'s output for p (out_elems values) at 1 and at 2 threads, byte for byte. */
+void expect_same_at_one_and_two_threads(const Problem& p, const test::Bf16Operands& o, const char* s,
+                                        int64_t out_elems, const std::string& what) {
+  const int before = num_threads();
+  std::vector<std::vector<float>> outs;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    auto k = compile(p, CompileOptions{s});
+    outs.emplace_back(out_elems, -7.0f);
+    k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
+  }
+  set_num_threads(before);
+  EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4)) << what << " " << s;
+}
+
 TEST(Amx, ResultIsTheSameAtAnyThreadCount) {
   if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
   const Case& c = kCases[1];
   const Problem p = dx_problem(c, DType::kBFloat16);
   const test::Bf16Operands o = test::bf16_dx_operands(c, 31);
-  const int before = num_threads();
-  for (const char* s : {"dx_amx", "dx_amx_blocked"}) {
-    std::vector<std::vector<float>> outs;
-    for (int threads : {1, 2}) {
-      set_num_threads(threads);
-      auto k = compile(p, CompileOptions{s});
-      outs.emplace_back(test::count(p.dx_shape()), -7.0f);
-      k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
-    }
-    EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4)) << s;
-  }
-  set_num_threads(before);
+  for (const char* s : {"dx_amx", "dx_amx_blocked"})
+    expect_same_at_one_and_two_threads(p, o, s, test::count(p.dx_shape()), c.name);
 }
 
 TEST(Amx, DwResultIsTheSameAtAnyThreadCount) {
   if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
-  const int before = num_threads();
   // strided: calls along kd; block_pairs: along pairs of output blocks, then kd.
   for (const Case* c : {&kDwCases[1], &kDwCases[8]}) {
     const Problem p = dw_problem(*c, DType::kBFloat16);
     const test::Bf16Operands o = test::bf16_dw_operands(*c, 51);
-    for (const char* s : {"dw_amx", "dw_amx_blocked"}) {
-      std::vector<std::vector<float>> outs;
-      for (int threads : {1, 2}) {
-        set_num_threads(threads);
-        auto k = compile(p, CompileOptions{s});
-        outs.emplace_back(test::count(p.dw_shape()), -7.0f);
-        k->run_dense({o.first.data(), o.dy.data()}, outs.back().data());
-      }
-      EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4)) << c->name << " " << s;
-    }
+    for (const char* s : {"dw_amx", "dw_amx_blocked"})
+      expect_same_at_one_and_two_threads(p, o, s, test::count(p.dw_shape()), c->name);
   }
-  set_num_threads(before);
 }
 
 TEST(Amx, DwBlockedWhyNotNamesTheDtypeTheRowAndTheTarget) {
