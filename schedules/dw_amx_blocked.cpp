@@ -152,9 +152,11 @@ Estimate DwAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   n.visit_footprint = int64_t(chunk_rows * we * 2 * 32 * 2);
   n.chunk_footprint = int64_t((x_staged + dy_staged) * 2);
   n.units = c.calls;
-  // Passes: the staging inside the calls (every call stages its chunks' operands), out read
-  // from the extern's sums and written.
-  n.pass_bytes = dw_out_elems(p) * 12;
+  // Passes: the staging inside the calls (every call stages its chunks' operands, reading x and
+  // dy where they lie: the seed's x, 21 MB read once per tap along d, bound its staging), out
+  // read from the extern's sums and written.
+  const double staged = (x_staged + dy_staged) * chunks * c.calls;
+  n.pass_bytes = staged * input_bytes(p) + dw_out_elems(p) * 12;
   n.pass_ops = (x_staged * kPairCycles + dy_staged * kTransposeCycles) * chunks * c.calls * m.issue;
   const double executed = double(entries) * c.calls * blocks * 256 * rows * we;
   n.lane_use = std::min(1.0, g.flops() / 2 / executed);
