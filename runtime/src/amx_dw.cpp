@@ -256,24 +256,17 @@ TBEX_AMX void visit(const Chunk& c, const Entry* e, int bi, float* out, int64_t 
   if constexpr (MA > 1 && NB > 1) T::template store<3>(dst[3], stride);
 }
 
-/** This thread's staging memory (uninitialized; 64-byte aligned), kept from call to call and
- * grown when a call needs more; nullptr when it cannot be had. A fresh allocation per call
- * faulted its pages in every time, and at 2 threads the two threads' faults took turns. */
-uint8_t* scratch(size_t bytes) {
-  struct Held {
-    uint8_t* p = nullptr;
-    size_t size = 0;
-    ~Held() { std::free(p); }
-  };
-  static thread_local Held held;
-  if (held.size < bytes) {
-    std::free(held.p);
-    held.size = (bytes + 63) / 64 * 64;
-    held.p = static_cast<uint8_t*>(std::aligned_alloc(64, held.size));
-    if (held.p == nullptr) held.size = 0;
-  }
-  return held.p;
-}
+/** Memory the staging writes into (uninitialized; 64-byte aligned), freed at scope exit. Not a
+ * thread_local buffer kept between calls: a thread_local with a destructor keeps the library
+ * holding it loaded after dlclose (glibc), and a cached kernel links this code, so the disk
+ * cache then found a stale library under a reused /proc/self/fd name. */
+struct Scratch {
+  uint8_t* p = nullptr;
+  explicit Scratch(size_t bytes) : p(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))) {}
+  ~Scratch() { std::free(p); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
 
 void set_dims(halide_buffer_t* buf, std::initializer_list<int> extents) {
   int i = 0;
@@ -320,10 +313,8 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   const int64_t kd_bytes = Hs * h_bytes, g_bytes = kd.size() * kd_bytes, plane_bytes = gr.size() * g_bytes;
   // Staged dy per chunk: [row][g][block][channel][We values].
   const int64_t blk_bytes = int64_t(16) * g.we * 2, t_bytes = gr.size() * blocks * blk_bytes;
-  const size_t x_bytes = (size_t(planes) * plane_bytes + 63) / 64 * 64;
-  uint8_t* const xs = scratch(x_bytes + size_t(chunk) * t_bytes);
-  if (xs == nullptr) return -1;
-  uint8_t* const ys = xs + x_bytes;
+  Scratch xs(size_t(planes) * plane_bytes), ys(size_t(chunk) * t_bytes);
+  if (xs.p == nullptr || ys.p == nullptr) return -1;
 
   std::vector<Entry> entries;
   for (int gi = 0; gi < gr.size(); ++gi)
@@ -350,7 +341,7 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   T::begin(g.kk);
   for (int r0 = 0, r1; r0 < rows; r0 = r1) {
     r1 = chunk >= g.Ho ? std::min(rows, r0 + chunk) : std::min(r0 + chunk, (r0 / g.Ho + 1) * g.Ho);
-    Chunk c{r0, r1, r0 / g.Ho, r0 % g.Ho, xs, plane_bytes, g.sh * h_bytes, ys, t_bytes, blk_bytes,
+    Chunk c{r0, r1, r0 / g.Ho, r0 % g.Ho, xs.p, plane_bytes, g.sh * h_bytes, ys.p, t_bytes, blk_bytes,
             blocks, g.Ho, half, g.kk, r0 == 0};
     // x: the chunk's planes, each from its first row's reach.
     for (int p = c.first_plane; p <= (r1 - 1) / g.Ho; ++p) {
@@ -363,7 +354,7 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
           for (int hh = 0; hh < reach; ++hh) {
             if (!needed[hh]) continue;
             const int hi = c.ho0 * g.sh + kh.lo * g.dh + hh - g.pt;
-            uint8_t* dst = xs + (p - c.first_plane) * plane_bytes + gi * g_bytes + (d - kd.lo) * kd_bytes + hh * h_bytes;
+            uint8_t* dst = xs.p + (p - c.first_plane) * plane_bytes + gi * g_bytes + (d - kd.lo) * kd_bytes + hh * h_bytes;
             if (di < 0 || di >= g.D || hi < 0 || hi >= g.H) {
               std::memset(dst, 0, size_t(h_bytes));
               continue;
@@ -383,7 +374,7 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
       for (int gi = 0; gi < gr.size(); ++gi)
         for (int bi = 0; bi < blocks; ++bi) {
           const int blk = std::min(((gr.lo + gi) * g.cout_g + n.lo) / 16 + bi, g.Co1 - 1);
-          S::transpose(ys + (t - r0) * t_bytes + (gi * blocks + bi) * blk_bytes, dy.row(ho, blk, od_, b),
+          S::transpose(ys.p + (t - r0) * t_bytes + (gi * blocks + bi) * blk_bytes, dy.row(ho, blk, od_, b),
                        dy.w, g.Wo, half);
         }
     }
