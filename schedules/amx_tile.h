@@ -52,7 +52,7 @@ constexpr double kBlockMultiplyCost = 1.94, kBlockDrainCost = 54;
  * (`drains` false: dx_amx's strided scatter form) has no stack round trip to drain. */
 void price_one_accumulator(LoopNest& n, const Machine& m, bool drains = true);
 
-/** The vector ops (pass_ops) of staging dW's tile operands at root, once for all calls: x
+/** The vector ops (pass_ops) of staging dW's tile operands at root (dw_amx), once for all: x
  * transposed (xT) and dy as position pairs (dyV) written beyond the L2 and read back. Measured
  * on Emerald Rapids with AMX, one thread, dw_amx_blocked with its extern skipped: c2 2.2 ms for
  * 2.5M x and 2.1M dy elements, d 2.4 for 3.2M and 0.8M, b_c3d 16.0 for 7.8M and 12.8M, and the

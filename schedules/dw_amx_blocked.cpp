@@ -155,9 +155,9 @@ Estimate DwAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   // Passes: the staging inside the calls (every call stages its chunks' operands, reading x and
   // dy where they lie: the seed's x, 21 MB read once per tap along d, bound its staging), out
   // read from the extern's sums and written.
-  const double staged = (x_staged + dy_staged) * chunks * c.calls;
-  n.pass_bytes = staged * input_bytes(p) + dw_out_elems(p) * 12;
-  n.pass_ops = (x_staged * kPairCycles + dy_staged * kTransposeCycles) * chunks * c.calls * m.issue;
+  const double times = chunks * c.calls;  // chunks staged in all
+  n.pass_bytes = (x_staged + dy_staged) * times * input_bytes(p) + dw_out_elems(p) * 12;
+  n.pass_ops = (x_staged * kPairCycles + dy_staged * kTransposeCycles) * times * m.issue;
   const double executed = double(entries) * c.calls * blocks * 256 * rows * we;
   n.lane_use = std::min(1.0, g.flops() / 2 / executed);
   return evaluate(n, m);
