@@ -30,6 +30,7 @@
 
 #include "HalideRuntime.h"
 #include "amx_tiles.h"
+#include "tile_kernel.h"
 
 namespace {
 
@@ -39,23 +40,6 @@ using namespace tbex::amx;
 struct Geometry {
   int N, D, H, W, C1, Do, Ho, Wo, Co1, we, G, cin1_g, cout_g, sd, sh, sw, dd, dh, dw, pf, pt, pl, kk;
 };
-
-/** A 6HD bf16 buffer (c0, w, h, c1, d, b) as byte strides from coordinate 0. */
-struct View6 {
-  const uint8_t* origin;
-  int64_t w, h, c1, d, b;
-  const uint8_t* row(int h_, int c1_, int d_, int b_) const {
-    return origin + h_ * h + c1_ * c1 + d_ * d + b_ * b;
-  }
-};
-
-View6 view(const halide_buffer_t* buf) {
-  const halide_dimension_t* d = buf->dim;
-  int64_t offset = 0;
-  for (int i = 0; i < 6; ++i) offset += int64_t(d[i].min) * d[i].stride;
-  return {buf->host - offset * 2, int64_t(d[1].stride) * 2, int64_t(d[2].stride) * 2,
-          int64_t(d[3].stride) * 2, int64_t(d[4].stride) * 2, int64_t(d[5].stride) * 2};
-}
 
 /** The staging routines, scalar (any CPU; the reference the tests hold the vector ones to) and
  * AVX-512 (every CPU with AMX has it). Both write the same bytes. */
@@ -177,15 +161,6 @@ struct VectorStage {
   }
 };
 
-/** The box of out one call computes (each dim's [lo, hi]). */
-struct Range {
-  int lo, hi;
-  int size() const { return hi - lo + 1; }
-};
-Range range(const halide_buffer_t* b, int i) {
-  return {b->dim[i].min, b->dim[i].min + b->dim[i].extent - 1};
-}
-
 /** One x tile's source: a (kw, kh, c1g, kd, g) of the call, its offset in a plane of the staged
  * x for a chunk's first row, and its sums' offset (floats) in out for output block 0. */
 struct Entry {
@@ -254,23 +229,6 @@ TBEX_AMX void visit(const Chunk& c, const Entry* e, int bi, float* out, int64_t 
   if constexpr (NB > 1) T::template store<1>(dst[1], stride);
   if constexpr (MA > 1) T::template store<2>(dst[2], stride);
   if constexpr (MA > 1 && NB > 1) T::template store<3>(dst[3], stride);
-}
-
-/** Memory the staging writes into (uninitialized; 64-byte aligned), freed at scope exit. Not a
- * thread_local buffer kept between calls: a thread_local with a destructor keeps the library
- * holding it loaded after dlclose (glibc), and a cached kernel links this code, so the disk
- * cache then found a stale library under a reused /proc/self/fd name. */
-struct Scratch {
-  uint8_t* p = nullptr;
-  explicit Scratch(size_t bytes) : p(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))) {}
-  ~Scratch() { std::free(p); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
-void set_dims(halide_buffer_t* buf, std::initializer_list<int> extents) {
-  int i = 0;
-  for (int e : extents) buf->dim[i].min = 0, buf->dim[i].extent = e, ++i;
 }
 
 /** The extern stage with tile registers T and staging S: a bounds query's answer, or the sums. */

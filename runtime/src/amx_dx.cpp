@@ -19,60 +19,76 @@
  * reloads wait for the tile store (bench/RESULTS.md, Emerald Rapids with AMX). Only a row's
  * ragged last tile goes through the buffer.
  *
- * The tile loads' rows must not cross cache lines needlessly: dy's stage is (j, w, kc, ...) so a
- * tile of 16 positions is one contiguous kk*32-byte run, and weight tiles are kk/2 contiguous
- * 64-byte rows. */
+ * Why the kernel stages dy: a tile row is one position's kk channels, two 6HD blocks apart in
+ * dy. Halide staged all of dy at root before the calls (c2 dX ~1 ms of 6); here each call
+ * stages the rows its (batch, depth) reads, a copy of 32-byte runs into memory that stays in
+ * L2, and skips the taps whose rows lie outside the volume along h and d (Halide's stage held
+ * zeros there, and the tiles multiplied them).
+ *
+ * The tile loads' rows must not cross cache lines: the staged rows and the weights are 64-byte
+ * aligned, so a tile of 16 positions is one contiguous kk*32-byte run and a weight tile kk/2
+ * whole lines. (A microbenchmark of c2's calls from buffers only 16-byte aligned ran 42 cycles
+ * a multiply instead of 18.) */
 #include "tbex/amx_dx.h"
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "HalideRuntime.h"
 #include "amx_tiles.h"
+#include "tile_kernel.h"
 
 namespace {
 
 using namespace tbex::amx;
 
-/** Where the operands of one call live, in bytes and element strides. */
-struct Frame {
-  const uint8_t* dy;  // dy(0, wmin, 0, hmin, dmin, bmin, gmin)
-  int64_t dy_w, dy_kc, dy_h, dy_d, dy_b, dy_g;  // byte strides
-  int32_t dy_wmin, dy_hmin, dy_dmin, dy_bmin, dy_gmin;
-  const uint8_t* wt;  // wt(0, 0, rowmin)
-  int64_t wt_row;     // byte stride of a row
-  int32_t wt_rowmin;
-  int kd, kh, kw, dd, dh, dw, pf, pt, pl, cout_g, kk, taps;
+/** The kernel's scalar arguments. */
+struct Geometry {
+  int Do, Ho, Wo, Co1, Kd, Kh, Kw, dd, dh, dw, pf, pt, pl, cin1_g, cout_g, kk;
 };
 
-/** One block: MP position tiles (starting at output position w) x NB input blocks (from c1),
- * every tap and channel chunk of row (h, d, b). Accumulator (i, j) is tile i*2 + j, stored at
- * dst[i*2 + j] as 16 rows (positions) of 16 lanes, dst_stride[i*2 + j] bytes apart. */
+/** Where a block finds its operands: the call's staged dy for one (batch, depth), and the
+ * weights. */
+struct Frame {
+  const uint8_t* dy;        // staged: [group][kd][row][chunk][position], kk channels a position
+  int64_t pos, chunk, row, kd, group;  // byte strides
+  int pw0, oh0, rows;       // the first staged position and row; rows per kd
+  const char* live;         // [kd][row]: staged (inside the volume along d and h)
+  const uint8_t* wt;        // wt(0, 0, rowmin)
+  int64_t wt_row;           // byte stride of a row
+  int32_t wt_rowmin;
+  int Kh, Kw, Kd, dh, dw, pt, pl, cout_g, kk, taps;
+};
+
+/** One block: MP position tiles (starting at position w) x NB input blocks (from c1, real group
+ * gl of the call), every live tap and channel chunk of row h. Accumulator (i, j) is tile
+ * i*2 + j, stored at dst[i*2 + j] as 16 rows (positions) of 16 lanes, dst_stride[i*2 + j] bytes
+ * apart. */
 template <class T, int MP, int NB>
-TBEX_AMX void block(const Frame& f, int w, int h, int d, int b, int g, int c1, float* const* dst,
+TBEX_AMX void block(const Frame& f, int w, int h, int gl, int c1, float* const* dst,
                     const int64_t* dst_stride) {
   T::template zero<0>();
   if constexpr (NB > 1) T::template zero<1>();
   if constexpr (MP > 1) T::template zero<2>();
   if constexpr (MP > 1 && NB > 1) T::template zero<3>();
   const int chunks = f.cout_g / f.kk, half = f.cout_g / 2, pair_rows = f.kk / 2;
-  const uint8_t* dyg = f.dy + (b - f.dy_bmin) * f.dy_b + (g - f.dy_gmin) * f.dy_g;
-  for (int kd = 0; kd < f.kd; ++kd) {
-    const int od = d + f.pf - kd * f.dd;
-    for (int kh = 0; kh < f.kh; ++kh) {
-      const int oh = h + f.pt - kh * f.dh;
-      const uint8_t* row = dyg + (od - f.dy_dmin) * f.dy_d + (oh - f.dy_hmin) * f.dy_h;
-      for (int kw = 0; kw < f.kw; ++kw) {
-        const int ow = w + f.pl - kw * f.dw;
-        const uint8_t* a0 = row + (ow - f.dy_wmin) * f.dy_w;
-        const uint8_t* a1 = a0 + kRows * f.dy_w;
-        const int tap = (kd * f.kh + kh) * f.kw + kw;
+  const uint8_t* dyg = f.dy + gl * f.group;
+  for (int kd = 0; kd < f.Kd; ++kd) {
+    for (int kh = 0; kh < f.Kh; ++kh) {
+      const int r = h + f.pt - kh * f.dh - f.oh0;
+      if (!f.live[kd * f.rows + r]) continue;  // dy is 0 on the whole row
+      const uint8_t* row = dyg + kd * f.kd + r * f.row;
+      for (int kw = 0; kw < f.Kw; ++kw) {
+        const uint8_t* a0 = row + (w + f.pl - kw * f.dw - f.pw0) * f.pos;
+        const uint8_t* a1 = a0 + kRows * f.pos;
+        const int tap = (kd * f.Kh + kh) * f.Kw + kw;
         const uint8_t* b0 =
             f.wt + (int64_t((c1 * f.taps + tap) * half) - f.wt_rowmin) * f.wt_row;
         const uint8_t* b1 = b0 + int64_t(f.taps) * half * f.wt_row;
         for (int kc = 0; kc < chunks; ++kc) {
-          const int64_t ka = kc * f.dy_kc, kb = int64_t(kc) * pair_rows * f.wt_row;
-          T::template load<4>(a0 + ka, f.dy_w);
+          const int64_t ka = kc * f.chunk, kb = int64_t(kc) * pair_rows * f.wt_row;
+          T::template load<4>(a0 + ka, f.pos);
           T::template load<6>(b0 + kb, f.wt_row);
           T::template multiply<0>();
           if constexpr (NB > 1) {
@@ -80,7 +96,7 @@ TBEX_AMX void block(const Frame& f, int w, int h, int d, int b, int g, int c1, f
             T::template multiply<1>();
           }
           if constexpr (MP > 1) {
-            T::template load<5>(a1 + ka, f.dy_w);
+            T::template load<5>(a1 + ka, f.pos);
             T::template multiply<2>();
             if constexpr (NB > 1) T::template multiply<3>();
           }
@@ -94,43 +110,153 @@ TBEX_AMX void block(const Frame& f, int w, int h, int d, int b, int g, int c1, f
   if constexpr (MP > 1 && NB > 1) T::template store<3>(dst[3], dst_stride[3]);
 }
 
-/** Runs `block` for every row, block pair and tile pair of the output region. */
+/** A run of one staged position's channels that lie in one 6HD block: `bytes` bytes from
+ * `src` (the block's row, null past dy's last block: zeros) at lane byte `lane`, to byte `at`
+ * of the staged position. */
+struct Run {
+  const uint8_t* src;
+  int lane, at, bytes;
+};
+
+/** One staged chunk: n positions from p0, `pos` bytes each (its channels side by side, from
+ * `runs`), positions ws bytes apart in the source rows, inside [0, Wo); 0 elsewhere. Chunks of
+ * whole blocks (kk 16 or 32, the common case) copy 32-byte runs of a fixed size. */
+void stage_chunk(uint8_t* dst, int64_t pos, const Run* runs, int nruns, int64_t ws, int p0, int n, int Wo) {
+  const int lo = std::clamp(-p0, 0, n), hi = std::clamp(Wo - p0, lo, n);
+  std::memset(dst, 0, size_t(lo * pos));
+  std::memset(dst + hi * pos, 0, size_t((n - hi) * pos));
+  for (int k = 0; k < nruns; ++k) {
+    const Run& r = runs[k];
+    uint8_t* d = dst + r.at;
+    if (r.src == nullptr) {
+      for (int i = lo; i < hi; ++i) std::memset(d + i * pos, 0, size_t(r.bytes));
+    } else if (r.bytes == 32) {
+      for (int i = lo; i < hi; ++i) std::memcpy(d + i * pos, r.src + (p0 + i) * ws, 32);
+    } else {
+      for (int i = lo; i < hi; ++i) std::memcpy(d + i * pos, r.src + (p0 + i) * ws + r.lane, size_t(r.bytes));
+    }
+  }
+}
+
+/** The extern stage on tile registers T: a bounds query's answer, or the sums. */
 template <class T>
-TBEX_AMX void run(const Frame& f, int cin1_g, halide_buffer_t* out) {
-  T::begin(f.kk);
+int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_buffer_t* out) {
   const halide_dimension_t* o = out->dim;  // (c0, w, h, c1, d, b)
-  const int W = o[1].extent, w0 = o[1].min;
-  const int tiles = (W + kRows - 1) / kRows;
+  const int taps = g.Kd * g.Kh * g.Kw, half = g.cout_g / 2;
+  const Range wr = range(out, 1), hr = range(out, 2), cr = range(out, 3), dr = range(out, 4),
+              br = range(out, 5);
+  if (dyb->host == nullptr || wt->host == nullptr || out->host == nullptr) {
+    // A bounds query: inputs without memory ask what the call reads (dy, held by the caller,
+    // may arrive with its memory beside an output without).
+    if (dyb->host == nullptr) {
+      set_dims(dyb, {16, g.Wo, g.Ho, g.Co1, g.Do});
+      dyb->dim[5].min = br.lo, dyb->dim[5].extent = br.size();
+    }
+    if (wt->host == nullptr) {
+      set_dims(wt, {2, 16});
+      wt->dim[2].min = cr.lo * taps * half, wt->dim[2].extent = cr.size() * taps * half;
+    }
+    return 0;
+  }
+  // Whole 16-lane blocks of out; 16 channels a dy position side by side; chunks of whole blocks.
+  if (o[0].stride != 1 || o[0].min != 0 || o[0].extent != 16 || dyb->dim[0].stride != 1 ||
+      dyb->dim[0].extent != 16 || g.kk < 2 || g.kk % 2 != 0 || g.kk > 32 || g.cout_g % g.kk != 0)
+    return -1;
+  const View6 dy = view(dyb);
+  // The sums' rows back to back (each row's 16-position tiles end where the next row's start):
+  // a tile reaching past its row's end is stored straight into the output where what it spills
+  // is the call's later rows, which are computed after it (and overwrite the spill).
+  const bool rows_abut = o[2].stride == int64_t(wr.size()) * o[1].stride;
+  // Pointwise along h and w, whole rows back to back in dy and in the sums: the call's rows are
+  // one row of hr.size() x W positions, so only the call's last tile is ragged and none is
+  // padded (d_i3d: 28 positions a row in two tiles of 16).
+  const bool flat = tbex::amx_dx_flat_rows(g.Kh, g.Kw, g.pt, g.pl, wr.size(), g.Wo, hr.size()) &&
+                    wr.lo == 0 && dy.h == g.Wo * dy.w && rows_abut;
+  const Range hc = flat ? Range{hr.lo, hr.lo} : hr;  // the rows the loops walk
+  const int W = flat ? wr.size() * hr.size() : wr.size(), w0 = wr.lo, tiles = (W + kRows - 1) / kRows;
+  const int Wo = flat ? (g.Ho - hr.lo) * g.Wo : g.Wo;  // dy positions a staged row may read
+  const int g_lo = cr.lo / g.cin1_g, groups = cr.hi / g.cin1_g - g_lo + 1, chunks = g.cout_g / g.kk;
+  // Staged dy per (batch, depth): the positions and rows the call's tiles and taps reach.
+  Frame f;
+  f.pw0 = w0 + g.pl - (g.Kw - 1) * g.dw, f.oh0 = hc.lo + g.pt - (g.Kh - 1) * g.dh;
+  f.rows = hc.size() + (g.Kh - 1) * g.dh;
+  const int positions = tiles * kRows + (g.Kw - 1) * g.dw;
+  // A position's kk channels (2*kk bytes) padded to a divisor of 64 bytes, so no tile row
+  // straddles two lines (kk 24: 48 bytes padded to 64).
+  f.pos = 64 % (g.kk * 2) == 0 ? g.kk * 2 : 64;
+  f.chunk = positions * f.pos, f.row = chunks * f.chunk, f.kd = f.rows * f.row;
+  f.group = g.Kd * f.kd;
+  Scratch staged(size_t(groups) * f.group);
+  if (staged.p == nullptr) return -1;
+  f.dy = staged.p;
+  std::vector<char> needed(f.rows, 0), live(size_t(g.Kd) * f.rows, 0);  // dilations skip rows
+  for (int h = hc.lo; h <= hc.hi; ++h)
+    for (int kh = 0; kh < g.Kh; ++kh) needed[h + g.pt - kh * g.dh - f.oh0] = 1;
+  f.live = live.data();
+  f.wt = wt->host;
+  f.wt_row = int64_t(wt->dim[2].stride) * 2;
+  f.wt_rowmin = wt->dim[2].min;
+  f.Kd = g.Kd, f.Kh = g.Kh, f.Kw = g.Kw, f.dh = g.dh, f.dw = g.dw, f.pt = g.pt, f.pl = g.pl;
+  f.cout_g = g.cout_g, f.kk = g.kk, f.taps = taps;
+
   constexpr int kTile = kRows * 16;  // floats of one accumulator tile
   alignas(64) float sums[4 * kTile];
   auto* base = reinterpret_cast<float*>(out->host);
   // The output of 16 positions from wi, block c1, row (h, d, b): 16 rows o[1].stride apart.
   auto at = [&](int wi, int c1, int h, int d, int b) {
-    return base + int64_t(wi - w0) * o[1].stride + int64_t(h - o[2].min) * o[2].stride +
-           int64_t(c1 - o[3].min) * o[3].stride + int64_t(d - o[4].min) * o[4].stride +
-           int64_t(b - o[5].min) * o[5].stride;
+    return base + int64_t(wi - w0) * o[1].stride + int64_t(h - hr.lo) * o[2].stride +
+           int64_t(c1 - cr.lo) * o[3].stride + int64_t(d - dr.lo) * o[4].stride +
+           int64_t(b - br.lo) * o[5].stride;
   };
-  for (int b = o[5].min; b < o[5].min + o[5].extent; ++b)
-    for (int d = o[4].min; d < o[4].min + o[4].extent; ++d)
-      for (int h = o[2].min; h < o[2].min + o[2].extent; ++h)
-        for (int c1 = o[3].min; c1 < o[3].min + o[3].extent;) {
-          const int g = c1 / cin1_g;
+  T::begin(g.kk);
+  for (int b = br.lo; b <= br.hi; ++b)
+    for (int d = dr.lo; d <= dr.hi; ++d) {
+      for (int kd = 0; kd < g.Kd; ++kd) {
+        const int od = d + g.pf - kd * g.dd;
+        for (int r = 0; r < f.rows; ++r) {
+          const int oh = f.oh0 + r;
+          char& l = live[size_t(kd) * f.rows + r];
+          l = needed[r] && od >= 0 && od < g.Do && oh >= 0 && oh < g.Ho;
+          if (!l) continue;
+          for (int gl = 0; gl < groups; ++gl)
+            for (int kc = 0; kc < chunks; ++kc) {
+              // The chunk's channels [c, c + kk) as runs within 6HD blocks (at most three).
+              Run runs[3];
+              int nruns = 0;
+              for (int c = (g_lo + gl) * g.cout_g + kc * g.kk, end = c + g.kk; c < end;) {
+                const int blk = c / 16, lane = c % 16, take = std::min(16 - lane, end - c);
+                runs[nruns++] = {blk < g.Co1 ? dy.row(oh, blk, od, b) : nullptr, lane * 2,
+                                 (c - ((g_lo + gl) * g.cout_g + kc * g.kk)) * 2, take * 2};
+                c += take;
+              }
+              stage_chunk(staged.p + gl * f.group + kd * f.kd + r * f.row + kc * f.chunk, f.pos,
+                          runs, nruns, dy.w, f.pw0, positions, Wo);
+            }
+        }
+      }
+      for (int h = hc.lo; h <= hc.hi; ++h)
+        for (int c1 = cr.lo; c1 <= cr.hi;) {
+          const int gl = c1 / g.cin1_g - g_lo;
           // Two blocks where the next one is in the region and in the same real group.
-          const int nb = (c1 + 1 < o[3].min + o[3].extent && (c1 + 1) / cin1_g == g) ? 2 : 1;
+          const int nb = (c1 + 1 <= cr.hi && (c1 + 1) / g.cin1_g == c1 / g.cin1_g) ? 2 : 1;
           for (int t = 0; t < tiles; t += 2) {
             const int mp = std::min(2, tiles - t), w = w0 + t * kRows;
-            // A whole tile is stored straight into the output; a ragged one (past the row's
-            // end) into `sums`, its valid rows copied out after.
+            // A tile is stored straight into the output when it ends in its row or spills into
+            // the call's later rows (rows_abut); else (past the call's last row) into `sums`,
+            // its valid rows copied out after: a vector reload waits for the tile store.
             float* dst[4] = {sums, sums + kTile, sums + 2 * kTile, sums + 3 * kTile};
             int64_t stride[4] = {64, 64, 64, 64};
             for (int i = 0; i < mp; ++i)
-              for (int j = 0; j < nb; ++j)
-                if (const int wi = w + i * kRows; w0 + W - wi >= kRows)
-                  dst[i * 2 + j] = at(wi, c1 + j, h, d, b), stride[i * 2 + j] = int64_t(o[1].stride) * 4;
-            if (mp == 2 && nb == 2) block<T, 2, 2>(f, w, h, d, b, g, c1, dst, stride);
-            else if (mp == 2) block<T, 2, 1>(f, w, h, d, b, g, c1, dst, stride);
-            else if (nb == 2) block<T, 1, 2>(f, w, h, d, b, g, c1, dst, stride);
-            else block<T, 1, 1>(f, w, h, d, b, g, c1, dst, stride);
+              for (int j = 0; j < nb; ++j) {
+                const int wi = w + i * kRows;
+                const bool fits = w0 + W - wi >= kRows ||
+                                  (rows_abut && int64_t(hc.hi - h + 1) * W - (wi - w0) >= kRows);
+                if (fits) dst[i * 2 + j] = at(wi, c1 + j, h, d, b), stride[i * 2 + j] = int64_t(o[1].stride) * 4;
+              }
+            if (mp == 2 && nb == 2) block<T, 2, 2>(f, w, h, gl, c1, dst, stride);
+            else if (mp == 2) block<T, 2, 1>(f, w, h, gl, c1, dst, stride);
+            else if (nb == 2) block<T, 1, 2>(f, w, h, gl, c1, dst, stride);
+            else block<T, 1, 1>(f, w, h, gl, c1, dst, stride);
             for (int i = 0; i < mp; ++i)
               for (int j = 0; j < nb; ++j) {
                 const float* s = sums + (i * 2 + j) * kTile;
@@ -142,79 +268,24 @@ TBEX_AMX void run(const Frame& f, int cin1_g, halide_buffer_t* out) {
           }
           c1 += nb;
         }
+    }
   T::end();
-}
-
-void set_dim(halide_buffer_t* buf, int i, int min, int max) {
-  buf->dim[i].min = min;
-  buf->dim[i].extent = max - min + 1;
-}
-
-/** The extern stage on tile registers T: a bounds query's answer, or the sums. */
-template <class T>
-int amx_dx(halide_buffer_t* dy, halide_buffer_t* wt, int32_t kd_extent,
-                           int32_t kh_extent, int32_t kw_extent, int32_t dil_d, int32_t dil_h,
-                           int32_t dil_w, int32_t pad_d, int32_t pad_h, int32_t pad_w,
-                           int32_t cin1_g, int32_t cout_g, int32_t kk, halide_buffer_t* out) {
-  const halide_dimension_t* o = out->dim;  // (c0, w, h, c1, d, b)
-  const int taps = kd_extent * kh_extent * kw_extent, half = cout_g / 2;
-  if (dy->host == nullptr || wt->host == nullptr) {
-    // Bounds query: whole tiles along w, every tap's reach along w, h and d.
-    const int w0 = o[1].min, tiles = (o[1].extent + kRows - 1) / kRows;
-    const int h1 = o[2].min + o[2].extent - 1, c11 = o[3].min + o[3].extent - 1;
-    const int d1 = o[4].min + o[4].extent - 1, b1 = o[5].min + o[5].extent - 1;
-    if (dy->host == nullptr) {
-      set_dim(dy, 0, 0, kk - 1);
-      set_dim(dy, 1, w0 + pad_w - (kw_extent - 1) * dil_w, w0 + tiles * kRows - 1 + pad_w);
-      set_dim(dy, 2, 0, cout_g / kk - 1);
-      set_dim(dy, 3, o[2].min + pad_h - (kh_extent - 1) * dil_h, h1 + pad_h);
-      set_dim(dy, 4, o[4].min + pad_d - (kd_extent - 1) * dil_d, d1 + pad_d);
-      set_dim(dy, 5, o[5].min, b1);
-      set_dim(dy, 6, o[3].min / cin1_g, c11 / cin1_g);
-    }
-    if (wt->host == nullptr) {
-      set_dim(wt, 0, 0, 1);
-      set_dim(wt, 1, 0, 15);
-      set_dim(wt, 2, o[3].min * taps * half, (c11 + 1) * taps * half - 1);
-    }
-    return 0;
-  }
-  Frame f;
-  const halide_dimension_t* y = dy->dim;
-  f.dy = dy->host;
-  f.dy_w = int64_t(y[1].stride) * 2, f.dy_kc = int64_t(y[2].stride) * 2;
-  f.dy_h = int64_t(y[3].stride) * 2, f.dy_d = int64_t(y[4].stride) * 2;
-  f.dy_b = int64_t(y[5].stride) * 2, f.dy_g = int64_t(y[6].stride) * 2;
-  f.dy_wmin = y[1].min, f.dy_hmin = y[3].min, f.dy_dmin = y[4].min;
-  f.dy_bmin = y[5].min, f.dy_gmin = y[6].min;
-  f.wt = wt->host;
-  f.wt_row = int64_t(wt->dim[2].stride) * 2;
-  f.wt_rowmin = wt->dim[2].min;
-  f.kd = kd_extent, f.kh = kh_extent, f.kw = kw_extent;
-  f.dd = dil_d, f.dh = dil_h, f.dw = dil_w, f.pf = pad_d, f.pt = pad_h, f.pl = pad_w;
-  f.cout_g = cout_g, f.kk = kk, f.taps = taps;
-  run<T>(f, cin1_g, out);
   return 0;
 }
 
 }  // namespace
 
-extern "C" int tbex_amx_dx(halide_buffer_t* dy, halide_buffer_t* wt, int32_t kd_extent,
-                           int32_t kh_extent, int32_t kw_extent, int32_t dil_d, int32_t dil_h,
-                           int32_t dil_w, int32_t pad_d, int32_t pad_h, int32_t pad_w,
-                           int32_t cin1_g, int32_t cout_g, int32_t kk, halide_buffer_t* out) {
-  return amx_dx<AmxTiles>(dy, wt, kd_extent, kh_extent, kw_extent, dil_d, dil_h, dil_w, pad_d,
-                          pad_h, pad_w, cin1_g, cout_g, kk, out);
+#define TBEX_AMX_DX_GEOMETRY                                                                   \
+  Geometry{out_d,     out_h, out_w,  out_c1, kd_extent, kh_extent, kw_extent, dil_d, dil_h, \
+           dil_w,     pad_d, pad_h,  pad_w,  cin1_g,    cout_g,    kk}
+
+extern "C" int tbex_amx_dx(TBEX_AMX_DX_ARGS) {
+  return amx_dx<AmxTiles>(dy, wt, TBEX_AMX_DX_GEOMETRY, out);
 }
 
 // Tests only: left out of the object cached kernels link (EMBEDDED_KERNELS_OBJECT, CMakeLists.txt).
 #ifndef EMBEDDED_KERNELS_OBJECT
-extern "C" int tbex_amx_dx_emulated(halide_buffer_t* dy, halide_buffer_t* wt, int32_t kd_extent,
-                                    int32_t kh_extent, int32_t kw_extent, int32_t dil_d,
-                                    int32_t dil_h, int32_t dil_w, int32_t pad_d, int32_t pad_h,
-                                    int32_t pad_w, int32_t cin1_g, int32_t cout_g, int32_t kk,
-                                    halide_buffer_t* out) {
-  return amx_dx<EmulatedTiles>(dy, wt, kd_extent, kh_extent, kw_extent, dil_d, dil_h, dil_w,
-                               pad_d, pad_h, pad_w, cin1_g, cout_g, kk, out);
+extern "C" int tbex_amx_dx_emulated(TBEX_AMX_DX_ARGS) {
+  return amx_dx<EmulatedTiles>(dy, wt, TBEX_AMX_DX_GEOMETRY, out);
 }
 #endif

@@ -57,6 +57,15 @@ const Case kCases[] = {
     {"three_blocks", 1, 48, 32, 1, {2, 3, 40}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 1, 1, 1, 1}},
     // Two real groups of two blocks each: a pair never spans two groups.
     {"group_pairs", 2, 64, 64, 2, {2, 3, 18}, {3, 1, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 0, 0, 1, 1}},
+    // 16 input blocks of W 40: dx_amx_blocked calls one row at a time, so with dilation 3 along
+    // h its kernel stages only every third row of its reach (rows between are never read).
+    {"dilated_rows", 1, 256, 32, 1, {2, 7, 40}, {1, 3, 1}, {1, 1, 1}, {1, 3, 1}, {0, 0, 3, 3, 0, 0}},
+    // Six groups of 12 output channels, mag_factor 4: two real groups of 48 channels, the second
+    // reaching past dy's 5 blocks (the kernel stages zeros there).
+    {"groups_past_dy", 1, 96, 72, 6, {2, 4, 18}, {2, 2, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 1, 0, 1, 1}},
+    // A 3 x 1 x 1 kernel on 16 input blocks of rows of 28: dx_amx_blocked calls 4 rows at a
+    // time (from rows 0, 4 and 8), each one row of 112 positions (pointwise along h and w).
+    {"temporal_rows", 1, 256, 32, 1, {3, 12, 28}, {3, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 0, 0, 0, 0}},
 };
 
 Halide::Target without_amx(Halide::Target t) {
@@ -112,7 +121,6 @@ TEST_P(AmxTest, PortableBlockedKernelMatchesReference) {
   ops::DxAlgorithm a = ops::define_backprop_input(p);
   if (!a.blocked) GTEST_SKIP() << c.name << " is strided: no blocked form";
   a.use_blocks();
-  a.dyc.compute_root();
   a.wzk.compute_root();
   Halide::Pipeline pipeline(a.out);
   pipeline.set_jit_externs(

@@ -244,16 +244,15 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     tail(a.acct, a.dxpt, a.outt);
 
     // Blocked tile form: the same sums (over k and the taps) from tbex_amx_dx, which reads dy
-    // in chunks of kk channels with the positions of a chunk back to back (a tile of 16
-    // positions is one contiguous run) and the weights as wzk's rows.
+    // as the caller holds it (staging the rows each call reaches itself) and the weights as
+    // wzk's rows.
     a.blocked = dx_blocks(p);
     if (a.blocked) {
       a.kk = dx_k_step(p);
-      Var j = a.j, kc = a.kc;
-      a.dyc(j, w, kc, h, d, b, g) = a.dysk(kc * a.kk + j, w, h, d, b, g);
       const std::vector<ExternFuncArgument> args = {
-          a.dyc, a.wzk, Expr(Kd), Expr(Kh), Expr(Kw), Expr(dd), Expr(dh), Expr(dw), Expr(pf),
-          Expr(pt), Expr(pl), Expr(cin1_g), Expr(cout_g), Expr(a.kk)};
+          a.dy.parameter(), a.wzk, Expr(Do), Expr(Ho), Expr(Wo), Expr(Co1), Expr(Kd), Expr(Kh),
+          Expr(Kw), Expr(dd), Expr(dh), Expr(dw), Expr(pf), Expr(pt), Expr(pl), Expr(cin1_g),
+          Expr(cout_g), Expr(a.kk)};
       // fp32 out without a bias: the sums are the output, written by the extern in place.
       a.blocks_out = dx_blocks_out(p);
       if (a.blocks_out) a.ext = Func("out");

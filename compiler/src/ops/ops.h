@@ -194,17 +194,15 @@ struct DxAlgorithm {
 
   /** Blocked tile form, defined when `blocked` (dx_blocks: the pair form, unstrided): acc's
    * sums computed by tbex_amx_dx (tbex/amx_dx.h: 2 x 2 blocks of AMX tiles, a Halide extern
-   * stage) from dyc and wzk. A schedule that uses it calls use_blocks(): dxp and out then read
-   * accb. */
+   * stage) from dy as the caller holds it and wzk. A schedule that uses it calls use_blocks():
+   * dxp and out then read accb. */
   bool blocked = false;
   int kk = 2;                 ///< output channels per tile multiply (dx_k_step)
-  Halide::Func dyc{"dyc"};    ///< (j, w, kc, h, d, b, g) bf16 dy of channel kc*kk + j (dysk in chunks)
   Halide::Func ext{"ext"};    ///< (c0, w, h, c1, d, b) fp32 sums: the extern stage
   bool blocks_out = false;    ///< ext is the output itself (fp32, no bias: nothing to add or cast)
   Halide::Func accb{"accb"};  ///< same dims as acc, reading ext
   Halide::Func dxpb{"dxpb"};  ///< dxp reading accb
   Halide::Func outb;          ///< out reading dxpb (named "out" too)
-  Halide::Var j{"j"}, kc{"kc"};
   void use_blocks() { dxp = dxpb, out = outb; }
 };
 
