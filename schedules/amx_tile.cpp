@@ -34,25 +34,9 @@ std::string amx_dw_why_not(const Problem& p) {
   return amx_offsets_why_not(2 * std::max(padded_x_elems(p), dy_elems(p)));
 }
 
-void schedule_tile_x(ops::DwAlgorithm& a, const Problem& p) {
-  // The transpose: words of four lanes scattered along positions, then split into rows of the
-  // widest vector whose round-up pads a row least.
-  const int64_t row = ceil_div(padded_w(p), p.geo.stride[2]);
-  int lanes = 32;
-  for (int v : {16, 8})
-    if (ceil_div(row, v) * v < ceil_div(row, lanes) * lanes) lanes = v;
-  a.xT.vectorize(a.wq, lanes, TailStrategy::RoundUp).unroll(a.c0);
-  a.xq.compute_at(a.xT, a.h).reorder(a.q, a.wq).vectorize(a.q).unroll(a.wq, 4, TailStrategy::RoundUp);
-}
-
 void price_one_accumulator(LoopNest& n, const Machine& m, bool drains) {
   n.tile.unit_cycles = 2 * kBlockMultiplyCost * m.tile_multiply_cycles;
   n.visit_cycles = drains ? kBlockDrainCost / 4 * m.tile_multiply_cycles : 0;
-}
-
-double root_stage_ops(const Problem& p, double x_elems, double dy_elems, const Machine& m) {
-  constexpr double kCyclesPerElement = 2;
-  return kCyclesPerElement * (x_elems * p.geo.stride[2] + dy_elems) * m.issue;
 }
 
 RegisterTile amx_step(int a_rows, int kk, const Machine& m) {

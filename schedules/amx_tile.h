@@ -28,11 +28,6 @@ std::string amx_dx_pairs_why_not(const Problem& p);
  * tiles of output channels, rows of at least 6 positions per tile multiply, offsets that fit. */
 std::string amx_dw_why_not(const Problem& p);
 
-/** dW's transposed x (ops::DwAlgorithm::xT) as the tile kernels read it: words of four lanes
- * scattered along positions, rows vectorized by the width that pads a row least. The caller
- * places it (compute_root or per chunk). */
-void schedule_tile_x(ops::DwAlgorithm& a, const Problem& p);
-
 /** The blocked tile kernels' costs (tbex_amx_dx, tbex_amx_dw: 2 x 2 blocks) in dependent tile
  * multiplies (Machine::tile_multiply_cycles), as measured on Sapphire Rapids by calling
  * tbex_amx_dx on staged buffers (c2: 2048 visits of 54 steps 4.48 ms, b_c3d: 7168 of 108 steps
@@ -51,14 +46,6 @@ constexpr double kBlockMultiplyCost = 1.94, kBlockDrainCost = 54;
  * unit's rate and no drain, had said 4.4. A loop storing its tiles straight to the output
  * (`drains` false: dx_amx's strided scatter form) has no stack round trip to drain. */
 void price_one_accumulator(LoopNest& n, const Machine& m, bool drains = true);
-
-/** The vector ops (pass_ops) of staging dW's tile operands at root (dw_amx), once for all: x
- * transposed (xT) and dy as position pairs (dyV) written beyond the L2 and read back. Measured
- * on Emerald Rapids with AMX, one thread, dw_amx_blocked with its extern skipped: c2 2.2 ms for
- * 2.5M x and 2.1M dy elements, d 2.4 for 3.2M and 0.8M, b_c3d 16.0 for 7.8M and 12.8M, and the
- * seed (stride 2 along w: phases gathered) 17.5 for 10.9M and 1.3M: about 2 cycles an element,
- * x's times its stride along w. */
-double root_stage_ops(const Problem& p, double x_elems, double dy_elems, const Machine& m);
 
 /** A schedule of AMX tile multiplies: it applies only where the target has AMX-BF16 and this
  * process may use it, and its kernels need the tile permission (AOT wrappers ask for it). */

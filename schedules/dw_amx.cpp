@@ -25,6 +25,18 @@ namespace {
 
 using namespace Halide;
 
+/** dW's transposed x (ops::DwAlgorithm::xT) as the tile loops read it: words of four lanes
+ * scattered along positions, then split into rows of the widest vector whose round-up pads a
+ * row least. The caller places it (compute_root or per chunk). */
+void schedule_tile_x(ops::DwAlgorithm& a, const Problem& p) {
+  const int64_t row = ceil_div(padded_w(p), p.geo.stride[2]);
+  int lanes = 32;
+  for (int v : {16, 8})
+    if (ceil_div(row, v) * v < ceil_div(row, lanes) * lanes) lanes = v;
+  a.xT.vectorize(a.wq, lanes, TailStrategy::RoundUp).unroll(a.c0);
+  a.xq.compute_at(a.xT, a.h).reorder(a.q, a.wq).vectorize(a.q).unroll(a.wq, 4, TailStrategy::RoundUp);
+}
+
 struct AmxDwTiles {
   int kk = 2;      ///< positions per tile multiply (ops::dw_k_step)
   int ch = 1;      ///< output rows per reduction chunk (divides Ho)
@@ -100,8 +112,7 @@ Estimate DwAmx::estimate(const Problem& p, const Context& ctx) const {
   n.tile = amx_step(16, t.kk, m);
   // Tap rows read a chunk's small copy of x (xTk: a few lanes) from L1, and a multiply at the
   // unit's rate held for them (the stem: 23 ms predicted, 25.7 measured on Emerald Rapids with
-  // AMX). The fits include staging x at root (x_root): not priced apart as dw_amx_blocked's
-  // root_stage_ops.
+  // AMX). The fits include staging x at root (x_root): it is not priced apart.
   if (!t.tap_rows) price_one_accumulator(n, m);
   n.steps_per_visit = double(t.ch) * we / t.kk;
   n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);

@@ -231,6 +231,60 @@ TBEX_AMX void visit(const Chunk& c, const Entry* e, int bi, float* out, int64_t 
   if constexpr (MA > 1 && NB > 1) T::template store<3>(dst[3], stride);
 }
 
+/** A call's staged x per chunk: [plane][g][kd][h][c1g][phase][q][32 values]; h runs over the
+ * rows the chunk's output rows read with the call's taps along h (sh apart a row). */
+struct XLayout {
+  int64_t ph_bytes, c1_bytes, h_bytes, kd_bytes, g_bytes, plane_bytes;
+  int ph_lo, ph_hi;  // the call's phases along w
+  int Q;             // position pairs a staged row holds (half and the taps' shift)
+};
+
+/** What of the call's box staging x reads: real groups, taps along d and h, input blocks. */
+struct Taps {
+  Range gr, kd, kh, c1;
+};
+
+/** Stages plane p's x (rows from row ho0 of the chunk's first plane, `reach` rows of its
+ * reach) into `dst`: per real group, tap along d, needed row, input block and phase along w, as
+ * position pairs; rows outside x as zeros. */
+template <class S>
+void stage_x_plane(uint8_t* dst, const XLayout& l, const View6& x, const Geometry& g, const Taps& k, int p,
+                   int ho0, int reach, const std::vector<char>& needed) {
+  const int b = p / g.Do, od = p % g.Do, half = g.we / 2;
+  for (int gi = 0; gi < k.gr.size(); ++gi)
+    for (int d = k.kd.lo; d <= k.kd.hi; ++d) {
+      const int di = od * g.sd + d * g.dd - g.pf;
+      for (int hh = 0; hh < reach; ++hh) {
+        if (!needed[hh]) continue;
+        const int hi = ho0 * g.sh + k.kh.lo * g.dh + hh - g.pt;
+        uint8_t* row = dst + gi * l.g_bytes + (d - k.kd.lo) * l.kd_bytes + hh * l.h_bytes;
+        if (di < 0 || di >= g.D || hi < 0 || hi >= g.H) {
+          std::memset(row, 0, size_t(l.h_bytes));
+          continue;
+        }
+        for (int ci = 0; ci < k.c1.size(); ++ci) {
+          const int blk = std::min((k.gr.lo + gi) * g.cin1_g + k.c1.lo + ci, g.C1 - 1);
+          for (int ph = l.ph_lo; ph <= l.ph_hi; ++ph)
+            S::pairs(row + ci * l.c1_bytes + (ph - l.ph_lo) * l.ph_bytes, x.row(hi, blk, di, b), x.w, g.W,
+                     g.sw, ph - g.pl, half, l.Q);
+        }
+      }
+    }
+}
+
+/** Stages dy's output row t ((b*Do + do)*Ho + ho) into `dst` transposed: per real group and
+ * output block (of the call's channels n), 16 channels of We values, blk_bytes apart. */
+template <class S>
+void stage_dy_row(uint8_t* dst, int64_t blk_bytes, const View6& dy, const Geometry& g, Range gr, Range n,
+                  int t) {
+  const int ho = t % g.Ho, od = t / g.Ho % g.Do, b = t / (g.Ho * g.Do), blocks = n.size() / 16;
+  for (int gi = 0; gi < gr.size(); ++gi)
+    for (int bi = 0; bi < blocks; ++bi) {
+      const int blk = std::min(((gr.lo + gi) * g.cout_g + n.lo) / 16 + bi, g.Co1 - 1);
+      S::transpose(dst + (gi * blocks + bi) * blk_bytes, dy.row(ho, blk, od, b), dy.w, g.Wo, g.we / 2);
+    }
+}
+
 /** The extern stage with tile registers T and staging S: a bounds query's answer, or the sums. */
 template <class T, class S>
 int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_buffer_t* out) {
@@ -253,6 +307,7 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
       g.kk > 32 || g.we % g.kk != 0 || g.we < g.Wo)
     return -1;
   const View6 x = view(xb), dy = view(dyb);
+  const Taps taps{gr, kd, kh, c1};
   const int half = g.we / 2, blocks = n.size() / 16;
   // Phases along w (kw*dw % sw) and shifts (kw*dw / sw) of the call's taps.
   int ph_lo = g.sw, ph_hi = 0, shift = 0;
@@ -264,14 +319,14 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   // chunk's output rows read with the call's taps along h (sh apart a row).
   const int rows = g.N * g.Do * g.Ho, chunk = tbex::amx_dw_chunk_rows(g.we, g.Ho);
   const int planes = chunk >= g.Ho ? chunk / g.Ho : 1, span = std::min(chunk, g.Ho);
-  const int Q = half + shift;
-  const int64_t ph_bytes = int64_t(Q) * 64, c1_bytes = (ph_hi - ph_lo + 1) * ph_bytes,
-                h_bytes = c1.size() * c1_bytes;
+  XLayout l;
+  l.ph_lo = ph_lo, l.ph_hi = ph_hi, l.Q = half + shift;
+  l.ph_bytes = int64_t(l.Q) * 64, l.c1_bytes = (ph_hi - ph_lo + 1) * l.ph_bytes, l.h_bytes = c1.size() * l.c1_bytes;
   const int Hs = (span - 1) * g.sh + (kh.size() - 1) * g.dh + 1;
-  const int64_t kd_bytes = Hs * h_bytes, g_bytes = kd.size() * kd_bytes, plane_bytes = gr.size() * g_bytes;
+  l.kd_bytes = Hs * l.h_bytes, l.g_bytes = kd.size() * l.kd_bytes, l.plane_bytes = gr.size() * l.g_bytes;
   // Staged dy per chunk: [row][g][block][channel][We values].
   const int64_t blk_bytes = int64_t(16) * g.we * 2, t_bytes = gr.size() * blocks * blk_bytes;
-  Scratch xs(size_t(planes) * plane_bytes), ys(size_t(chunk) * t_bytes);
+  Scratch xs(size_t(planes) * l.plane_bytes), ys(size_t(chunk) * t_bytes);
   if (xs.p == nullptr || ys.p == nullptr) return -1;
 
   std::vector<Entry> entries;
@@ -282,8 +337,8 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
           for (int w = kw.lo; w <= kw.hi; ++w) {
             Entry e;
             e.gi = gi;
-            e.x_off = gi * g_bytes + (d - kd.lo) * kd_bytes + int64_t(h - kh.lo) * g.dh * h_bytes +
-                      (c - c1.lo) * c1_bytes + (w * g.dw % g.sw - ph_lo) * ph_bytes + (w * g.dw / g.sw) * 64;
+            e.x_off = gi * l.g_bytes + (d - kd.lo) * l.kd_bytes + int64_t(h - kh.lo) * g.dh * l.h_bytes +
+                      (c - c1.lo) * l.c1_bytes + (w * g.dw % g.sw - ph_lo) * l.ph_bytes + (w * g.dw / g.sw) * 64;
             e.out_off = int64_t(w - kw.lo) * od[2].stride + int64_t(h - kh.lo) * od[3].stride +
                         int64_t(c - c1.lo) * od[4].stride + int64_t(d - kd.lo) * od[5].stride +
                         int64_t(gi) * od[6].stride;
@@ -299,43 +354,15 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   T::begin(g.kk);
   for (int r0 = 0, r1; r0 < rows; r0 = r1) {
     r1 = chunk >= g.Ho ? std::min(rows, r0 + chunk) : std::min(r0 + chunk, (r0 / g.Ho + 1) * g.Ho);
-    Chunk c{r0, r1, r0 / g.Ho, r0 % g.Ho, xs.p, plane_bytes, g.sh * h_bytes, ys.p, t_bytes, blk_bytes,
+    Chunk c{r0, r1, r0 / g.Ho, r0 % g.Ho, xs.p, l.plane_bytes, g.sh * l.h_bytes, ys.p, t_bytes, blk_bytes,
             blocks, g.Ho, half, g.kk, r0 == 0};
-    // x: the chunk's planes, each from its first row's reach.
+    // x: the chunk's planes, each from its first row's reach; dy: each row of the chunk.
     for (int p = c.first_plane; p <= (r1 - 1) / g.Ho; ++p) {
-      const int b = p / g.Do, od_ = p % g.Do;
       const int used = std::min(r1, (p + 1) * g.Ho) - std::max(r0, p * g.Ho);  // rows in the plane
-      const int reach = (used - 1) * g.sh + (kh.size() - 1) * g.dh + 1;
-      for (int gi = 0; gi < gr.size(); ++gi)
-        for (int d = kd.lo; d <= kd.hi; ++d) {
-          const int di = od_ * g.sd + d * g.dd - g.pf;
-          for (int hh = 0; hh < reach; ++hh) {
-            if (!needed[hh]) continue;
-            const int hi = c.ho0 * g.sh + kh.lo * g.dh + hh - g.pt;
-            uint8_t* dst = xs.p + (p - c.first_plane) * plane_bytes + gi * g_bytes + (d - kd.lo) * kd_bytes + hh * h_bytes;
-            if (di < 0 || di >= g.D || hi < 0 || hi >= g.H) {
-              std::memset(dst, 0, size_t(h_bytes));
-              continue;
-            }
-            for (int ci = 0; ci < c1.size(); ++ci) {
-              const int blk = std::min((gr.lo + gi) * g.cin1_g + c1.lo + ci, g.C1 - 1);
-              for (int ph = ph_lo; ph <= ph_hi; ++ph)
-                S::pairs(dst + ci * c1_bytes + (ph - ph_lo) * ph_bytes, x.row(hi, blk, di, b), x.w, g.W,
-                         g.sw, ph - g.pl, half, Q);
-            }
-          }
-        }
+      stage_x_plane<S>(xs.p + (p - c.first_plane) * l.plane_bytes, l, x, g, taps, p, c.ho0,
+                       (used - 1) * g.sh + (kh.size() - 1) * g.dh + 1, needed);
     }
-    // dy: each row of the chunk, per group and output block.
-    for (int t = r0; t < r1; ++t) {
-      const int ho = t % g.Ho, od_ = t / g.Ho % g.Do, b = t / (g.Ho * g.Do);
-      for (int gi = 0; gi < gr.size(); ++gi)
-        for (int bi = 0; bi < blocks; ++bi) {
-          const int blk = std::min(((gr.lo + gi) * g.cout_g + n.lo) / 16 + bi, g.Co1 - 1);
-          S::transpose(ys.p + (t - r0) * t_bytes + (gi * blocks + bi) * blk_bytes, dy.row(ho, blk, od_, b),
-                       dy.w, g.Wo, half);
-        }
-    }
+    for (int t = r0; t < r1; ++t) stage_dy_row<S>(ys.p + (t - r0) * t_bytes, blk_bytes, dy, g, gr, n, t);
     for (size_t i = 0; i < entries.size();) {
       // Two entries where the next one is of the same real group (they share dy's rows).
       const int nb = i + 1 < entries.size() && entries[i + 1].gi == entries[i].gi ? 2 : 1;

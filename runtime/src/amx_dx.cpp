@@ -138,6 +138,24 @@ void stage_chunk(uint8_t* dst, int64_t pos, const Run* runs, int nruns, int64_t 
   }
 }
 
+/** Stages dy's row (oh, od, b) for the call's real groups from g_lo: each chunk of kk channels
+ * as runs within 6HD blocks (at most three), into dst + group * f.group + chunk * f.chunk. */
+void stage_row(uint8_t* dst, const Frame& f, const View6& dy, const Geometry& g, int g_lo, int groups, int oh,
+               int od, int b, int positions, int Wo) {
+  for (int gl = 0; gl < groups; ++gl)
+    for (int kc = 0; kc < g.cout_g / g.kk; ++kc) {
+      const int first = (g_lo + gl) * g.cout_g + kc * g.kk;
+      Run runs[3];
+      int nruns = 0;
+      for (int c = first, end = c + g.kk; c < end;) {
+        const int blk = c / 16, lane = c % 16, take = std::min(16 - lane, end - c);
+        runs[nruns++] = {blk < g.Co1 ? dy.row(oh, blk, od, b) : nullptr, lane * 2, (c - first) * 2, take * 2};
+        c += take;
+      }
+      stage_chunk(dst + gl * f.group + kc * f.chunk, f.pos, runs, nruns, dy.w, f.pw0, positions, Wo);
+    }
+}
+
 /** The extern stage on tile registers T: a bounds query's answer, or the sums. */
 template <class T>
 int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_buffer_t* out) {
@@ -217,21 +235,7 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
           const int oh = f.oh0 + r;
           char& l = live[size_t(kd) * f.rows + r];
           l = needed[r] && od >= 0 && od < g.Do && oh >= 0 && oh < g.Ho;
-          if (!l) continue;
-          for (int gl = 0; gl < groups; ++gl)
-            for (int kc = 0; kc < chunks; ++kc) {
-              // The chunk's channels [c, c + kk) as runs within 6HD blocks (at most three).
-              Run runs[3];
-              int nruns = 0;
-              for (int c = (g_lo + gl) * g.cout_g + kc * g.kk, end = c + g.kk; c < end;) {
-                const int blk = c / 16, lane = c % 16, take = std::min(16 - lane, end - c);
-                runs[nruns++] = {blk < g.Co1 ? dy.row(oh, blk, od, b) : nullptr, lane * 2,
-                                 (c - ((g_lo + gl) * g.cout_g + kc * g.kk)) * 2, take * 2};
-                c += take;
-              }
-              stage_chunk(staged.p + gl * f.group + kd * f.kd + r * f.row + kc * f.chunk, f.pos,
-                          runs, nruns, dy.w, f.pw0, positions, Wo);
-            }
+          if (l) stage_row(staged.p + kd * f.kd + r * f.row, f, dy, g, g_lo, groups, oh, od, b, positions, Wo);
         }
       }
       for (int h = hc.lo; h <= hc.hi; ++h)
