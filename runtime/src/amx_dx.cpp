@@ -62,7 +62,8 @@ struct Frame {
   const uint8_t* wt;        // wt(0, 0, rowmin)
   int64_t wt_row;           // byte stride of a row
   int32_t wt_rowmin;
-  int Kh, Kw, Kd, dh, dw, pt, pl, cout_g, kk, taps;
+  const Geometry* g;         // the conv
+  int taps;
 };
 
 /** One block: MP position tiles (starting at position w) x NB input blocks (from c1, real group
@@ -76,17 +77,17 @@ TBEX_AMX void block(const Frame& f, int w, int h, int gl, int c1, float* const* 
   if constexpr (NB > 1) T::template zero<1>();
   if constexpr (MP > 1) T::template zero<2>();
   if constexpr (MP > 1 && NB > 1) T::template zero<3>();
-  const int chunks = f.cout_g / f.kk, half = f.cout_g / 2, pair_rows = f.kk / 2;
+  const int chunks = f.g->cout_g / f.g->kk, half = f.g->cout_g / 2, pair_rows = f.g->kk / 2;
   const uint8_t* dyg = f.dy + gl * f.group;
-  for (int kd = 0; kd < f.Kd; ++kd) {
-    for (int kh = 0; kh < f.Kh; ++kh) {
-      const int r = h + f.pt - kh * f.dh - f.oh0;
+  for (int kd = 0; kd < f.g->Kd; ++kd) {
+    for (int kh = 0; kh < f.g->Kh; ++kh) {
+      const int r = h + f.g->pt - kh * f.g->dh - f.oh0;
       if (!f.live[kd * f.rows + r]) continue;  // dy is 0 on the whole row
       const uint8_t* row = dyg + kd * f.kd + r * f.row;
-      for (int kw = 0; kw < f.Kw; ++kw) {
-        const uint8_t* a0 = row + (w + f.pl - kw * f.dw - f.pw0) * f.pos;
+      for (int kw = 0; kw < f.g->Kw; ++kw) {
+        const uint8_t* a0 = row + (w + f.g->pl - kw * f.g->dw - f.pw0) * f.pos;
         const uint8_t* a1 = a0 + kRows * f.pos;
-        const int tap = (kd * f.Kh + kh) * f.Kw + kw;
+        const int tap = (kd * f.g->Kh + kh) * f.g->Kw + kw;
         const uint8_t* b0 =
             f.wt + (int64_t((c1 * f.taps + tap) * half) - f.wt_rowmin) * f.wt_row;
         const uint8_t* b1 = b0 + int64_t(f.taps) * half * f.wt_row;
@@ -218,8 +219,7 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   f.wt = wt->host;
   f.wt_row = int64_t(wt->dim[2].stride) * 2;
   f.wt_rowmin = wt->dim[2].min;
-  f.Kd = g.Kd, f.Kh = g.Kh, f.Kw = g.Kw, f.dh = g.dh, f.dw = g.dw, f.pt = g.pt, f.pl = g.pl;
-  f.cout_g = g.cout_g, f.kk = g.kk, f.taps = taps;
+  f.g = &g, f.taps = taps;
 
   constexpr int kTile = kRows * 16;  // floats of one accumulator tile
   alignas(64) float sums[4 * kTile];
@@ -235,20 +235,21 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   // L1 across the rows (e1's groups of 16 channels: 14 KB a block; the call's dy rows come from
   // L2 either way): 8% faster there; else blocks inside rows, so a row's dy tiles stay in L1
   // across the blocks (c2's and b's weights, 55-110 KB a block, stream from L2 either way).
-  std::vector<std::pair<int, int>> visits;
+  struct Visit {
+    int h, c1, nb;  // row, first block, blocks
+  };
+  std::vector<Visit> visits;
   {
-    std::vector<int> firsts;
-    for (int c1 = cr.lo; c1 <= cr.hi;) {
-      firsts.push_back(c1);
-      c1 += (c1 + 1 <= cr.hi && (c1 + 1) / g.cin1_g == c1 / g.cin1_g) ? 2 : 1;
-    }
+    std::vector<std::pair<int, int>> firsts;  // (first block, blocks)
+    for (int c1 = cr.lo; c1 <= cr.hi; c1 += firsts.back().second)
+      firsts.push_back({c1, (c1 + 1 <= cr.hi && (c1 + 1) / g.cin1_g == c1 / g.cin1_g) ? 2 : 1});
     const int64_t block_weights = int64_t(taps) * g.cout_g * 32 * std::min(2, g.cin1_g);
     if (block_weights <= kL1Weights) {
-      for (int c1 : firsts)
-        for (int h = hc.lo; h <= hc.hi; ++h) visits.push_back({h, c1});
+      for (auto [c1, nb] : firsts)
+        for (int h = hc.lo; h <= hc.hi; ++h) visits.push_back({h, c1, nb});
     } else {
       for (int h = hc.lo; h <= hc.hi; ++h)
-        for (int c1 : firsts) visits.push_back({h, c1});
+        for (auto [c1, nb] : firsts) visits.push_back({h, c1, nb});
     }
   }
   T::begin(g.kk);
@@ -263,9 +264,8 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
           if (l) stage_row(staged.p + kd * f.kd + r * f.row, f, dy, g, g_lo, groups, oh, od, b, positions, Wo);
         }
       }
-      for (const auto& [h, c1] : visits) {
+      for (const auto& [h, c1, nb] : visits) {
         const int gl = c1 / g.cin1_g - g_lo;
-        const int nb = (c1 + 1 <= cr.hi && (c1 + 1) / g.cin1_g == c1 / g.cin1_g) ? 2 : 1;
         for (int t = 0; t < tiles; t += 2) {
           const int mp = std::min(2, tiles - t), w = w0 + t * kRows;
           // A tile is stored straight into the output when it ends in its row or spills into
@@ -301,9 +301,9 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
 
 }  // namespace
 
-#define TBEX_AMX_DX_GEOMETRY                                                                   \
-  Geometry{out_d,     out_h, out_w,  out_c1, kd_extent, kh_extent, kw_extent, dil_d, dil_h, \
-           dil_w,     pad_d, pad_h,  pad_w,  cin1_g,    cout_g,    kk}
+#define TBEX_AMX_DX_GEOMETRY                                                                \
+  Geometry{out_d, out_h, out_w, out_c1, kd_extent, kh_extent, kw_extent, dil_d, dil_h, dil_w, \
+           pad_d, pad_h, pad_w, cin1_g, cout_g, kk}
 
 extern "C" int tbex_amx_dx(TBEX_AMX_DX_ARGS) {
   return amx_dx<AmxTiles>(dy, wt, TBEX_AMX_DX_GEOMETRY, out);
