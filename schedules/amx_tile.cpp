@@ -64,12 +64,13 @@ void amx_tile(Func acc, Func owner, const VarOrRVar& at, const Var& j, const Var
   acc.update().split(k, ko, ki, kk).reorder(order).atomic().vectorize(ki).vectorize(j).vectorize(i);
 }
 
-void stage_tile_weights(ops::DxAlgorithm& a) {
-  Var row = a.wzk.args()[2], ro("ro"), ri("ri");
-  a.wzk.compute_root()
-      .split(row, ro, ri, 64, TailStrategy::GuardWithIf)
-      .vectorize(a.c0)
-      .vectorize(a.e)
+void stage_tile_weights(Func w) {
+  const std::vector<Var> args = w.args();  // (e, lane, row)
+  Var ro("ro"), ri("ri");
+  w.compute_root()
+      .split(args[2], ro, ri, 64, TailStrategy::GuardWithIf)
+      .vectorize(args[1])
+      .vectorize(args[0])
       .parallel(ro);
 }
 

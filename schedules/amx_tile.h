@@ -37,6 +37,10 @@ std::string amx_dw_why_not(const Problem& p);
  * zeroing or loads wait for the multiplies in flight) 54. */
 constexpr double kBlockMultiplyCost = 1.94, kBlockDrainCost = 54;
 
+/** Cycles an element of the dX kernels' dy staging costs (tile_kernel.h stage_row): a 32-byte
+ * load and store per 16 channels. */
+constexpr double kStageCopyCycles = 1.0 / 16;
+
 /** Prices `n`'s steps and visits as a one-accumulator tile loop (Halide's: dx_amx, dw_amx) runs
  * them: both operand tiles loaded per multiply from L2, twice the loads of the blocked kernels'
  * multiply (kBlockMultiplyCost), and per visit the tile drained through a store to the stack
@@ -78,8 +82,8 @@ void amx_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar& at,
               const Halide::Var& i, const Halide::RVar& k, int kk,
               const std::vector<Halide::VarOrRVar>& outer);
 
-/** dX's tile weights (ops::DxAlgorithm::wzk: 64-byte rows of 16 lane pairs, the layout a
- * tile multiply reads) staged at root. */
-void stage_tile_weights(ops::DxAlgorithm& a);
+/** dX's tile weights (ops::DxAlgorithm::wzk or wzc: (e, lane, row), 64-byte rows of 16 lane
+ * pairs, the layout a tile multiply reads) staged at root. */
+void stage_tile_weights(Halide::Func w);
 
 }  // namespace tbex::sched

@@ -133,7 +133,7 @@ void DxAmx::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) const {
   a.use_tiles();
   // The pair stages: weights as (e, c0) rows of 64 bytes per channel pair, dy as rows of a
   // position's channels (both bf16).
-  stage_tile_weights(a);
+  stage_tile_weights(a.wzk);
   stage_root(a.dysk, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
   if (a.scatter) {  // strided: each phase's tiles stored straight to 6HD, one block per tile
     const RVar rwo = scatter_tiles(a, qt, 1);

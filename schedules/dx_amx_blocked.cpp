@@ -36,9 +36,6 @@ int call_rows(const Problem& p) {
   return 1;
 }
 
-/** Cycles an element of the kernel's staging costs: a 32-byte load and store per 16 channels. */
-constexpr double kStageCopyCycles = 1.0 / 16;
-
 class DxAmxBlocked final : public AmxTileSchedule<ops::DxAlgorithm> {
  public:
   std::string name() const override { return "dx_amx_blocked"; }
@@ -119,7 +116,7 @@ void DxAmxBlocked::apply(ops::DxAlgorithm& a, const Problem& p, const Context&) 
   // The stages' regions are what the extern's bounds query asks for, unknown to Halide when it
   // compiles: their vectorized dims are bound to what the query always answers.
   a.wzk.bound(a.e, 0, 2).bound(a.c0, 0, 16);
-  stage_tile_weights(a);
+  stage_tile_weights(a.wzk);
   // One extern call per (batch, depth, block of rows); out adds the bias and casts, a 16-lane
   // vector per position.
   Var ho("ho"), hi("hi"), par("par");

@@ -36,7 +36,8 @@ const std::vector<const DwSchedule*>& dw_registry() {
 const std::vector<const DxSchedule*>& dx_registry() {
   static const std::vector<const DxSchedule*> r = entries<DxSchedule>(
       {dx_diag_schedule(), dx_cout_lanes_schedule(), dx_w_lanes_schedule(), dx_pointwise_schedule(),
-       dx_amx_blocked_schedule(), dx_amx_schedule(), dx_tiled_schedule()},
+       dx_amx_cols_schedule(), dx_amx_blocked_schedule(), dx_amx_schedule(),
+       dx_tiled_schedule()},
       dx_halide_auto_schedule, dx_reference_schedule());
   return r;
 }

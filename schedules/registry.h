@@ -102,6 +102,7 @@ const DxSchedule* dx_pointwise_schedule();
 const DxSchedule* dx_tiled_schedule();
 const DxSchedule* dx_amx_schedule();
 const DxSchedule* dx_amx_blocked_schedule();
+const DxSchedule* dx_amx_cols_schedule();
 const DxSchedule* dx_reference_schedule();  // reference.cpp
 const FwdSchedule* fwd_tiled_schedule();
 const FwdSchedule* fwd_reference_schedule();  // reference.cpp

@@ -115,52 +115,6 @@ TBEX_AMX void block(const Frame& f, int w, int h, int gl, int c1, float* const* 
   if constexpr (MP > 1 && NB > 1) T::template store<3>(dst[3], dst_stride[3]);
 }
 
-/** A run of one staged position's channels that lie in one 6HD block: `bytes` bytes from
- * `src` (the block's row, null past dy's last block: zeros) at lane byte `lane`, to byte `at`
- * of the staged position. */
-struct Run {
-  const uint8_t* src;
-  int lane, at, bytes;
-};
-
-/** One staged chunk: n positions from p0, `pos` bytes each (its channels side by side, from
- * `runs`), positions ws bytes apart in the source rows, inside [0, Wo); 0 elsewhere. Chunks of
- * whole blocks (kk 16 or 32, the common case) copy 32-byte runs of a fixed size. */
-void stage_chunk(uint8_t* dst, int64_t pos, const Run* runs, int nruns, int64_t ws, int p0, int n, int Wo) {
-  const int lo = std::clamp(-p0, 0, n), hi = std::clamp(Wo - p0, lo, n);
-  std::memset(dst, 0, size_t(lo * pos));
-  std::memset(dst + hi * pos, 0, size_t((n - hi) * pos));
-  for (int k = 0; k < nruns; ++k) {
-    const Run& r = runs[k];
-    uint8_t* d = dst + r.at;
-    if (r.src == nullptr) {
-      for (int i = lo; i < hi; ++i) std::memset(d + i * pos, 0, size_t(r.bytes));
-    } else if (r.bytes == 32) {
-      for (int i = lo; i < hi; ++i) std::memcpy(d + i * pos, r.src + (p0 + i) * ws, 32);
-    } else {
-      for (int i = lo; i < hi; ++i) std::memcpy(d + i * pos, r.src + (p0 + i) * ws + r.lane, size_t(r.bytes));
-    }
-  }
-}
-
-/** Stages dy's row (oh, od, b) for the call's real groups from g_lo: each chunk of kk channels
- * as runs within 6HD blocks (at most three), into dst + group * f.group + chunk * f.chunk. */
-void stage_row(uint8_t* dst, const Frame& f, const View6& dy, const Geometry& g, int g_lo, int groups, int oh,
-               int od, int b, int positions, int Wo) {
-  for (int gl = 0; gl < groups; ++gl)
-    for (int kc = 0; kc < g.cout_g / g.kk; ++kc) {
-      const int first = (g_lo + gl) * g.cout_g + kc * g.kk;
-      Run runs[3];
-      int nruns = 0;
-      for (int c = first, end = c + g.kk; c < end;) {
-        const int blk = c / 16, lane = c % 16, take = std::min(16 - lane, end - c);
-        runs[nruns++] = {blk < g.Co1 ? dy.row(oh, blk, od, b) : nullptr, lane * 2, (c - first) * 2, take * 2};
-        c += take;
-      }
-      stage_chunk(dst + gl * f.group + kc * f.chunk, f.pos, runs, nruns, dy.w, f.pw0, positions, Wo);
-    }
-}
-
 /** The extern stage on tile registers T: a bounds query's answer, or the sums. */
 template <class T>
 int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_buffer_t* out) {
@@ -206,7 +160,7 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   const int positions = tiles * kRows + (g.Kw - 1) * g.dw;
   // A position's kk channels (2*kk bytes) padded to a divisor of 64 bytes, so no tile row
   // straddles two lines (kk 24: 48 bytes padded to 64).
-  f.pos = 64 % (g.kk * 2) == 0 ? g.kk * 2 : 64;
+  f.pos = staged_position_bytes(g.kk);
   f.chunk = positions * f.pos, f.row = chunks * f.chunk, f.kd = f.rows * f.row;
   f.group = g.Kd * f.kd;
   Scratch staged(size_t(groups) * f.group);
@@ -261,7 +215,9 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
           const int oh = f.oh0 + r;
           char& l = live[size_t(kd) * f.rows + r];
           l = needed[r] && od >= 0 && od < g.Do && oh >= 0 && oh < g.Ho;
-          if (l) stage_row(staged.p + kd * f.kd + r * f.row, f, dy, g, g_lo, groups, oh, od, b, positions, Wo);
+          if (l)
+            stage_row(staged.p + kd * f.kd + r * f.row, {f.pos, f.chunk, f.group, f.pw0}, dy, g.cout_g, g.kk,
+                      g.Co1, g_lo, groups, oh, od, b, positions, Wo);
         }
       }
       for (const auto& [h, c1, nb] : visits) {

@@ -16,8 +16,9 @@ constexpr int kRows = 16;  // rows of an accumulator and of a first operand (a w
 
 #define TBEX_AMX __attribute__((target("amx-tile,amx-bf16")))
 
-/** The 64-byte tile configuration (palette 1): tiles 0-3 accumulators (16 x 16 fp32), 4-5 the
- * first operands (16 rows x kk bf16), 6-7 the second (kk/2 rows of 16 bf16 pairs). */
+/** The 64-byte tile configuration (palette 1): tiles 0-3 accumulators (rows x 16 fp32), 4-5 the
+ * first operands (rows x kk bf16), 6-7 the second (kk/2 rows of 16 bf16 pairs); rows 16 but
+ * where a kernel's tiles hold fewer positions (a multiply costs its rows). */
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
@@ -29,10 +30,10 @@ struct alignas(64) TileConfig {
 /** The tile registers as AMX has them. Accumulator C (0-3) = i*2 + j multiplies operand 4 + i by
  * operand 6 + j. (GCC's tile intrinsics take the register number as a literal token.) */
 struct AmxTiles {
-  TBEX_AMX static void begin(int kk) {
+  TBEX_AMX static void begin(int kk, int rows = kRows) {
     TileConfig cfg;
-    for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = kRows;
-    for (int t = 4; t < 6; ++t) cfg.colsb[t] = uint16_t(kk * 2), cfg.rows[t] = kRows;
+    for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = uint8_t(rows);
+    for (int t = 4; t < 6; ++t) cfg.colsb[t] = uint16_t(kk * 2), cfg.rows[t] = uint8_t(rows);
     for (int t = 6; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = uint8_t(kk / 2);
     // Not _tile_loadconfig: GCC 12's names only the pointer's first 8 bytes as read, so the
     // stores filling the rest are dead to it (the tile kernels faulted on a config of zeros).
@@ -46,7 +47,7 @@ struct AmxTiles {
     else if constexpr (C == 2) _tile_zero(2);
     else _tile_zero(3);
   }
-  /** Accumulator C loaded from 16 rows of 16 fp32, `stride` bytes apart (a sum carried over). */
+  /** Accumulator C loaded from its rows of 16 fp32, `stride` bytes apart (a sum carried over). */
   template <int C>
   TBEX_AMX static void load_acc(const float* p, int64_t stride) {
     if constexpr (C == 0) _tile_loadd(0, p, stride);
@@ -81,7 +82,7 @@ struct AmxTiles {
  * exact in fp32, added to the sum), so the kernel's loops run on any CPU. */
 struct EmulatedTiles {
   struct State {
-    int kk = 32;
+    int kk = 32, rows = kRows;
     float acc[4][kRows][16];
     uint16_t op[4][kRows][32];  // 4-5: first operand rows (kk values), 6-7: second (32 values)
   };
@@ -95,7 +96,7 @@ struct EmulatedTiles {
     std::memcpy(&f, &u, 4);
     return f;
   }
-  static void begin(int kk) { state().kk = kk; }
+  static void begin(int kk, int rows = kRows) { state().kk = kk, state().rows = rows; }
   static void end() {}
   template <int C>
   static void zero() {
@@ -103,13 +104,13 @@ struct EmulatedTiles {
   }
   template <int C>
   static void load_acc(const float* p, int64_t stride) {
-    for (int r = 0; r < kRows; ++r)
+    for (int r = 0; r < state().rows; ++r)
       std::memcpy(state().acc[C][r], reinterpret_cast<const uint8_t*>(p) + r * stride, 64);
   }
   template <int T>
   static void load(const uint8_t* p, int64_t stride) {
     State& s = state();
-    const int rows = T < 6 ? kRows : s.kk / 2, bytes = T < 6 ? s.kk * 2 : 64;
+    const int rows = T < 6 ? s.rows : s.kk / 2, bytes = T < 6 ? s.kk * 2 : 64;
     for (int r = 0; r < rows; ++r) std::memcpy(s.op[T - 4][r], p + r * stride, size_t(bytes));
   }
   template <int C>
@@ -117,7 +118,7 @@ struct EmulatedTiles {
     State& s = state();
     const auto& a = s.op[C / 2];
     const auto& b = s.op[2 + C % 2];
-    for (int m = 0; m < kRows; ++m)
+    for (int m = 0; m < s.rows; ++m)
       for (int n = 0; n < 16; ++n) {
         float sum = s.acc[C][m][n];
         for (int k = 0; k < s.kk / 2; ++k)
@@ -127,7 +128,7 @@ struct EmulatedTiles {
   }
   template <int C>
   static void store(float* p, int64_t stride = 64) {
-    for (int r = 0; r < kRows; ++r)
+    for (int r = 0; r < state().rows; ++r)
       std::memcpy(reinterpret_cast<uint8_t*>(p) + r * stride, state().acc[C][r], 64);
   }
 };

@@ -102,7 +102,8 @@ inline std::vector<float> run_bf16(Halide::Pipeline pipeline, const std::vector<
 }
 
 /** Runs `pipeline` (args: filter, dy; bf16 problem `p` of case `c`) compiled for `t` on the
- * case's operands drawn with `seed` and checks dX against the float64 reference. */
+ * case's operands drawn with `seed` and checks dX against the float64 reference, and its 6HD
+ * padding lanes (channels past Cin) for exactly 0. */
 inline void check_bf16_dx(const Case& c, const Problem& p, Halide::Pipeline pipeline,
                           const std::vector<Halide::Argument>& args, const Halide::Target& t,
                           uint32_t seed) {
@@ -113,6 +114,12 @@ inline void check_bf16_dx(const Case& c, const Problem& p, Halide::Pipeline pipe
   std::vector<float> dx(count({xd.begin(), xd.end()}));
   ncdhw_from_6hd(out.data(), dx.data(), xd, 4);
   expect_close(std::vector<double>(dx.begin(), dx.end()), ref_dx(g, o.first_ref, o.dy_ref), 1e-6);
+  const std::vector<int64_t> xs = p.x_shape();  // (N, D, C1, H, W, 16)
+  const size_t block = size_t(xs[3] * xs[4] * 16);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if ((i / block) % size_t(xs[2]) * 16 + i % 16 >= size_t(c.cin)) nonzero += out[i] != 0.0f;
+  EXPECT_EQ(nonzero, 0u) << c.name << ": padding lanes not 0";
 }
 
 /** Runs `pipeline` (args: x, dy; bf16 problem `p` of case `c`) compiled for `t` on the case's

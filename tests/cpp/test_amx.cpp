@@ -1,9 +1,9 @@
-// dX and dW of bf16 inputs on AMX-BF16 tiles (dx_amx, dx_amx_blocked, dw_amx, dw_amx_blocked). Native: compiled for the host where it has AMX
+// dX and dW of bf16 inputs on AMX-BF16 tiles (dx_amx, dx_amx_blocked, dx_amx_cols, dw_amx, dw_amx_blocked). Native: compiled for the host where it has AMX
 // (avx512_sapphirerapids and the OS's grant of the tile state), TDPBF16PS asserted in the
 // assembly, against the float64 reference; skipped with the reason elsewhere. Portable: the tile
 // form's algorithm (use_tiles of DxAlgorithm / DwAlgorithm: the Funcs the schedules tile) under Halide's default
 // schedule for a target without AMX, and the blocked kernels on emulated tile registers
-// (tbex_amx_dx_emulated, tbex_amx_dw_emulated), against the same reference, on every machine. Inputs are
+// (tbex_amx_dx_emulated, tbex_amx_dx_cols_emulated, tbex_amx_dw_emulated), against the same reference, on every machine. Inputs are
 // multiples of 1/8: every product and partial sum is exact in fp32, so any summation order gives
 // the reference to the last bit.
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include "tbex/amx.h"
 #include "tbex/amx_dw.h"
 #include "tbex/amx_dx.h"
+#include "tbex/amx_dx_cols.h"
 #include "tbex/tbex.h"
 #include "tbex/thread_pool.h"
 #include "test_util.h"
@@ -143,6 +144,61 @@ TEST_P(AmxTest, NativeBlockedKernelMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, AmxTest, ::testing::Range(0, (int)std::size(kCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kCases[i.param].name; });
+
+// dx_amx_cols (tap columns, at most 8 input channels): strides, dilations, pads, rows of dy
+// positions in tiles of various rows.
+const Case kColsCases[] = {
+    // The stem's shape, small: 3 channels (4 columns a tap) x Kw 7 over two column tiles,
+    // stride 2 along h and w, dy rows of 11 positions (one tile of 11).
+    {"stem", 2, 3, 32, 1, {4, 9, 21}, {2, 3, 7}, {1, 2, 2}, {1, 1, 1}, {1, 0, 3, 3, 3, 3}},
+    // 5 channels (8 columns a tap), Kw 3 dilated: 24 columns; dy rows of 17 positions: two
+    // tiles of 9, the second starting at position 8 (overlapping the first).
+    {"dilated_w", 1, 5, 16, 1, {3, 6, 19}, {1, 2, 3}, {1, 1, 1}, {1, 1, 2}, {0, 0, 0, 1, 2, 2}},
+    // One channel (1 column a tap), Kw 5: one column tile; stride 3 along d and w, dilation 2
+    // along h; dy rows of 33 positions: three tiles of 11 (a pair and a single one).
+    {"one_channel", 1, 1, 34, 1, {7, 5, 99}, {2, 2, 5}, {3, 1, 3}, {1, 2, 1}, {1, 1, 1, 0, 2, 2}},
+    // 2 channels, cout_g 48 (16 channels per tile multiply), stride 2 along d: depth taps whose
+    // phase skips a depth, rows of 16 dy positions (one whole tile).
+    {"two_channels", 2, 2, 40, 1, {5, 4, 16}, {3, 2, 2}, {2, 1, 1}, {1, 1, 1}, {1, 1, 0, 1, 0, 1}},
+    // Pads beyond the kernel: output rows and depths no tap reaches (their sums 0).
+    {"wide_pads", 1, 4, 16, 1, {3, 4, 6}, {1, 2, 3}, {1, 1, 1}, {1, 1, 1}, {2, 2, 3, 2, 1, 1}},
+    // Two groups (mag_factor 2: one real group of 4 lanes), weights 0 across them.
+    {"grouped", 1, 4, 32, 2, {3, 5, 12}, {2, 3, 3}, {1, 1, 2}, {1, 1, 1}, {1, 0, 1, 1, 1, 1}},
+};
+
+class AmxColsTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(AmxColsTest, PortableKernelMatchesReference) {
+  // dx_amx_cols's extern stage on emulated tile registers: its bounds query, columns, staged
+  // planes, tiles and the sums of a position's taps on every machine.
+  const Case& c = kColsCases[GetParam()];
+  const Problem p = dx_problem(c, DType::kBFloat16);
+  ops::DxAlgorithm a = ops::define_backprop_input(p);
+  ASSERT_TRUE(a.cols) << c.name;
+  a.use_cols();
+  a.wzc.compute_root();
+  Halide::Pipeline pipeline(a.out);
+  pipeline.set_jit_externs(
+      {{"tbex_amx_dx_cols", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dx_cols_emulated))}});
+  test::check_bf16_dx(c, p, pipeline, {a.filter, a.dy}, without_amx(lower::host_target()), 37);
+}
+
+TEST_P(AmxColsTest, NativeKernelMatchesReference) {
+  if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
+  const Case& c = kColsCases[GetParam()];
+  const Problem p = dx_problem(c, DType::kBFloat16);
+  const Halide::Target t = lower::host_target();
+  for (int threads : {1, 2}) {
+    lower::Lowered l = lower::lower(p, lower::select(p, {"dx_amx_cols", ""}, threads, t), threads, t);
+    ASSERT_EQ(l.schedule, "dx_amx_cols");
+    EXPECT_TRUE(l.amx_tiles);
+    l.pipeline.set_jit_externs(codegen::jit_externs());
+    test::check_bf16_dx(c, p, l.pipeline, l.args, l.target, 37);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AmxColsTest, ::testing::Range(0, (int)std::size(kColsCases)),
+                         [](const ::testing::TestParamInfo<int>& i) { return kColsCases[i.param].name; });
 
 // dW: a row of odd length (padded to even positions), strides, groups, dilations.
 const Case kDwCases[] = {

@@ -28,10 +28,11 @@ import test_random as T  # noqa: E402
 
 
 # Channel mixes the tile-multiply schedules take (AMX: cout_g a multiple of 16 for dW, channel
-# pairs for dX), grouped and not, with a partial cin1 block in some.
+# pairs for dX), grouped and not, with a partial cin1 block in some, and few input channels
+# (dx_amx_cols: at most 8 valid lanes; appended after the seeds of 2026-11-28, 1130 and before).
 TILE_CHANNELS = [
     (32, 32, 1), (16, 48, 1), (40, 32, 1), (64, 32, 2), (32, 64, 2), (48, 96, 3), (20, 56, 4),
-    (24, 34, 1),
+    (24, 34, 1), (3, 32, 1), (6, 48, 2),
 ]
 
 
@@ -60,7 +61,8 @@ def geometry(rng, i, batch_max=2, grow=1, tiles=False):
 
 PAIRS = "pair=2"  # the pair form, its other tiles the schedule's own
 FORCED = "forced"  # the schedule's own tiles, run even where the model does not rank it
-AMX = (("dW", "dw_amx"), ("dW", "dw_amx_blocked"), ("dX", "dx_amx"), ("dX", "dx_amx_blocked"))
+AMX = (("dW", "dw_amx"), ("dW", "dw_amx_blocked"), ("dX", "dx_amx"), ("dX", "dx_amx_blocked"),
+       ("dX", "dx_amx_cols"))
 
 
 def runs(geo, dtype):

@@ -238,6 +238,18 @@ def test_amx_kernel_links_and_runs_in_a_c_program(tmp_path, schedule):
     check_amx_kernel_in_a_c_program(tmp_path, res, [fl, dd], schedule, "dx_amx_meta", 1)
 
 
+def test_amx_cols_kernel_links_and_runs_in_a_c_program(tmp_path):
+    """The same for dx_amx_cols (3 input channels, stride 2 along h and w): its kernel calls
+    tbex_amx_dx_cols from tbex's runtime library."""
+    wshape, xsize = [32, 3, 3, 5, 5], [1, 4, 10, 20, 3]
+    fl = tvm.placeholder(tuple(tbex.layout.shape_fz3d(wshape, 1)), name="filter", dtype="bfloat16")
+    dd = tvm.placeholder((1, 4, 2, 5, 10, 16), name="dedy", dtype="bfloat16")
+    para = {"strides": [1, 1, 2, 2, 1], "pads": [1, 1, 2, 1, 2, 1], "dilations": [1, 1, 1, 1, 1],
+            "res_dtype": "float32", "kernel_name": "dx_cols_meta"}
+    res = dsl.conv3d_backprop_input(fl, dd, filter_size=wshape, input_size=xsize, para_dict=para)
+    check_amx_kernel_in_a_c_program(tmp_path, res, [fl, dd], "dx_amx_cols", "dx_cols_meta", 3)
+
+
 @pytest.mark.parametrize("schedule", ["dw_amx", "dw_amx_blocked"])
 def test_amx_dw_kernel_links_and_runs_in_a_c_program(tmp_path, schedule):
     """The same for dW: dw_amx_blocked's kernel calls tbex_amx_dw from tbex's runtime library."""

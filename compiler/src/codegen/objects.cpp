@@ -9,6 +9,7 @@
 #include "support/files.h"
 #include "tbex/amx_dw.h"
 #include "tbex/amx_dx.h"
+#include "tbex/amx_dx_cols.h"
 #include "tbex/errors.h"
 
 namespace tbex::codegen {
@@ -45,6 +46,7 @@ Halide::Target runtime_target(const Halide::Target& t) {
 
 std::map<std::string, Halide::JITExtern> jit_externs() {
   return {{"tbex_amx_dx", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dx))},
+          {"tbex_amx_dx_cols", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dx_cols))},
           {"tbex_amx_dw", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dw))}};
 }
 

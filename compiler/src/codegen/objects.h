@@ -23,8 +23,8 @@ std::string runtime_object_bytes(const Halide::Target& t);
  * architecture, and it can be built before the machine that runs it is known. */
 Halide::Target runtime_target(const Halide::Target& t);
 
-/** tbex's own kernels that generated code calls (extern stages: tbex_amx_dx and
- * tbex_amx_dw, tbex/amx_dx.h and tbex/amx_dw.h) by
+/** tbex's own kernels that generated code calls (extern stages: tbex_amx_dx, tbex_amx_dx_cols
+ * and tbex_amx_dw, tbex/amx_dx.h, tbex/amx_dx_cols.h and tbex/amx_dw.h) by
  * symbol name, for the in-memory JIT (this process's copies). */
 std::map<std::string, Halide::JITExtern> jit_externs();
 

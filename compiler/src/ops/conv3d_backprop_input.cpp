@@ -140,14 +140,17 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   // computing every phase of it.
   Expr tw = w, th = h, td = d;
   auto phase = [](Expr t, int s) { return clamp(t - (t / s) * s, 0, s - 1); };
-  // The output stages over an accumulator: bias, cast, back from the phase frame.
-  auto tail = [&](Func acc, Func dxp, Func out) {
-    Expr val = acc(c0, qw, pw, qh, ph, qd, pd, c1, b);
+  // A sum of block c1, lane c0 with the bias added and cast to the result type.
+  auto result = [&](Expr val) {
     if (p.has_bias) {
       Expr c = c1 * C0 + c0;
       val += select(c < Cin, to_f32(a.bias(min(c, Cin - 1))), 0.0f);
     }
-    dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = from_f32(val, halide_type(p.res_dtype));
+    return from_f32(val, halide_type(p.res_dtype));
+  };
+  // The output stages over an accumulator: bias, cast, back from the phase frame.
+  auto tail = [&](Func acc, Func dxp, Func out) {
+    dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = result(acc(c0, qw, pw, qh, ph, qd, pd, c1, b));
     out(c0, w, h, c1, d, b) =
         dxp(c0, tw / sw, phase(tw, sw), th / sh, phase(th, sh), td / sd, phase(td, sd), c1, b);
     constrain_shape(out.output_buffer(), p.x_shape());
@@ -264,6 +267,36 @@ DxAlgorithm define_backprop_input(const Problem& p) {
         a.accb(c0, qw, pw, qh, ph, qd, pd, c1, b) = a.ext(c0, qw, qh, c1, qd, b);
         a.outb = Func("out");
         tail(a.accb, a.dxpb, a.outb);
+      }
+    }
+
+    // Tap column form: dX in the output's frame from tbex_amx_dx_cols, its weights as rows of
+    // 16 (kw, channel) column pairs: row ((kd*Kh + kh)*tiles + t)*cout_g/2 + n2, column
+    // t*16 + j = kw*lanes + ci (0 past Kw's taps; wzp is 0 past the valid channels).
+    a.cols = dx_cols(p);
+    if (a.cols) {
+      const int lanes = amx_dx_cols_lanes(a.cin_valid), tiles = amx_dx_cols_tiles(Kw, lanes);
+      const int half = cout_g / 2;
+      a.col_lanes = lanes;
+      Var j("j"), row("row");
+      Expr col = ((row / half) % tiles) * 16 + j, khd = row / (half * tiles);
+      Expr kwc = col / lanes;
+      Expr v = a.wzp(e, col % lanes, 0, row % half, min(kwc, Kw - 1), khd % Kh, khd / Kh, 0);
+      a.wzc(e, j, row) = as_bf16(select(kwc < Kw, reinterpret(UInt(16), v), cast<uint16_t>(0)));
+      const std::vector<ExternFuncArgument> args = {
+          a.dy.parameter(), a.wzc, Expr(Do), Expr(Ho), Expr(Wo), Expr(Co1), Expr(Kd), Expr(Kh),
+          Expr(Kw), Expr(sd), Expr(sh), Expr(sw), Expr(dd), Expr(dh), Expr(dw), Expr(pf),
+          Expr(pt), Expr(pl), Expr(cout_g), Expr(dx_k_step(p)), Expr(lanes)};
+      a.cols_out = dx_blocks_out(p);
+      if (a.cols_out) a.extc = Func("out");
+      a.extc.define_extern("tbex_amx_dx_cols", args, Float(32), {c0, w, h, c1, d, b}, NameMangling::C);
+      if (a.cols_out) {
+        constrain_shape(a.extc.output_buffer(), p.x_shape());
+        a.outc = a.extc;
+      } else {
+        a.outc = Func("out");
+        a.outc(c0, w, h, c1, d, b) = result(a.extc(c0, w, h, c1, d, b));
+        constrain_shape(a.outc.output_buffer(), p.x_shape());
       }
     }
   }

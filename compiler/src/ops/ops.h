@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "Halide.h"
+#include "tbex/amx_dx_cols.h"
 #include "tbex/problem.h"
 
 namespace tbex::ops {
@@ -204,6 +205,19 @@ struct DxAlgorithm {
   Halide::Func dxpb{"dxpb"};  ///< dxp reading accb
   Halide::Func outb;          ///< out reading dxpb (named "out" too)
   void use_blocks() { dxp = dxpb, out = outb; }
+
+  /** Tap column form, defined when `cols` (dx_cols: the pair form, one real group of one input
+   * block with at most 8 valid lanes): dX computed by tbex_amx_dx_cols (tbex/amx_dx_cols.h: AMX
+   * tiles whose columns are (kw, input channel) pairs, a Halide extern stage) in the output's
+   * own frame (strides and all), from dy as the caller holds it and wzc. A schedule that uses
+   * it calls use_cols(): out then reads extc (bias, cast), or is extc (cols_out). */
+  bool cols = false;
+  int col_lanes = 1;          ///< columns per kw tap: amx_dx_cols_lanes(cin_valid)
+  Halide::Func wzc{"wzc"};    ///< (e, j, row) bf16 weights as tbex_amx_dx_cols reads them
+  Halide::Func extc{"extc"};  ///< (c0, w, h, c1, d, b) fp32 dX: the extern stage
+  bool cols_out = false;      ///< extc is the output itself (fp32, no bias)
+  Halide::Func outc;          ///< out: extc with the bias added and cast (named "out" too)
+  void use_cols() { out = outc; }
 };
 
 /** dX's taps per stride phase along one dim (kernel K, stride s, dilation dl): the extent of the
@@ -239,25 +253,42 @@ inline bool dx_scatters(const Problem& p) {
          g.in[2] % g.stride[2] == 0;
 }
 
-/** Of one dim's (position, tap) pairs, the share whose operand row is inside its volume. dX
- * walks input positions i and the taps k of i's stride phase, reading dy at (i + pad - k*dil)/s;
- * dW and the forward conv walk output positions o and every tap k, reading x at
- * o*s + k*dil - pad. */
-inline double inside_share_1d(OpKind op, int64_t in, int64_t out, int64_t k, int64_t s,
-                              int64_t dil, int64_t pad) {
+/** One dim's (position, tap) pairs a reduction walks, and those whose operand row is inside
+ * its volume. dX walks input positions i and the taps k of i's stride phase, reading dy at
+ * (i + pad - k*dil)/s; dW and the forward conv walk output positions o and every tap k, reading
+ * x at o*s + k*dil - pad. */
+struct TapPairs {
   int64_t walked = 0, inside = 0;
+};
+inline TapPairs tap_pairs_1d(OpKind op, int64_t in, int64_t out, int64_t k, int64_t s, int64_t dil,
+                             int64_t pad) {
+  TapPairs n;
   for (int64_t pos = 0; pos < (op == OpKind::kBackpropInput ? in : out); ++pos)
     for (int64_t j = 0; j < k; ++j) {
       if (op == OpKind::kBackpropInput) {
         const int64_t t = pos + pad - j * dil;
         if (t % s) continue;  // not a tap of this position's phase
-        ++walked, inside += t / s >= 0 && t / s < out;
+        ++n.walked, n.inside += t / s >= 0 && t / s < out;
       } else {
         const int64_t i = pos * s + j * dil - pad;
-        ++walked, inside += i >= 0 && i < in;
+        ++n.walked, n.inside += i >= 0 && i < in;
       }
     }
-  return walked ? double(inside) / walked : 1.0;
+  return n;
+}
+/** Of those pairs, the share inside. */
+inline double inside_share_1d(OpKind op, int64_t in, int64_t out, int64_t k, int64_t s,
+                              int64_t dil, int64_t pad) {
+  const TapPairs n = tap_pairs_1d(op, in, out, k, s, dil, pad);
+  return n.walked ? double(n.inside) / n.walked : 1.0;
+}
+
+/** Of p's dim i, the (position, tap) pairs whose operand row is inside (as inside_share_1d
+ * counts them). */
+inline int64_t inside_pairs(const Problem& p, int i) {
+  const ConvGeometry& g = p.geo;
+  return tap_pairs_1d(p.op, g.in[i], g.out[i], g.kernel[i], g.stride[i], g.dilation[i], g.pads[2 * i])
+      .inside;
 }
 
 /** inside_share_1d of p's dim i (0: depth, 1: height, 2: width). */
@@ -373,6 +404,14 @@ inline int dw_k_step(const Problem& p) {
 inline bool dx_blocks(const Problem& p) {
   const ConvGeometry& g = p.geo;
   return bf16_pairs(p) && g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
+}
+
+/** Whether dX has its tap column form for `p` (DxAlgorithm::cols): the pair form, one real group
+ * of one input block with at most 8 valid lanes, whose Kw taps' columns fill at most two tiles. */
+inline bool dx_cols(const Problem& p) {
+  const int valid = (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
+  return bf16_pairs(p) && p.group.cin1_g == 1 && p.group.real_g == 1 && valid <= 8 &&
+         p.geo.kernel[2] * amx_dx_cols_lanes(valid) <= 32;
 }
 
 /** Whether the blocked form's extern stage writes the output itself (DxAlgorithm::blocks_out):
