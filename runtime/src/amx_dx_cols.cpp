@@ -170,9 +170,11 @@ int amx_dx_cols(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, ha
   s.wt_chunk = int64_t(g.kk / 2) * s.wt_row, s.wt_tile = int64_t(half) * s.wt_row;
   const uint8_t* wt0 = wt->host - int64_t(wd[2].min) * s.wt_row;  // weight row 0
   Scratch staged(size_t(std::max<int64_t>(1, g.Kd * plane_bytes)));
-  Scratch cols(size_t(2) * g.Wo * ncols * sizeof(float));
+  const int R = hr.size();
+  const int64_t col_row = int64_t(g.Wo) * ncols;  // floats of a row's columns
+  Scratch cols(size_t(R) * col_row * sizeof(float));
   if (staged.p == nullptr || cols.p == nullptr) return -1;
-  float* const col[2] = {reinterpret_cast<float*>(cols.p), reinterpret_cast<float*>(cols.p) + g.Wo * ncols};
+  float* const col = reinterpret_cast<float*>(cols.p);
   // Each output position's kw taps: the columns it sums (dy position ow, tap kw).
   const int W = wr.size();
   std::vector<int> first(W + 1, 0), offs;
@@ -188,8 +190,14 @@ int amx_dx_cols(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, ha
     return base + int64_t(h - hr.lo) * o[2].stride + int64_t(d - dr.lo) * o[4].stride +
            int64_t(b - br.lo) * o[5].stride;
   };
-  std::vector<Tap> taps;
-  taps.reserve(size_t(g.Kd) * g.Kh);
+  // The call's rows in stride-phase order along h (rows of one phase read the same taps'
+  // weights), and each row's live taps (per depth).
+  std::vector<int> order;
+  for (int ph = 0; ph < g.sh; ++ph)
+    for (int h = hr.lo; h <= hr.hi; ++h)
+      if ((h + g.pt) % g.sh == ph) order.push_back(h);
+  std::vector<Tap> taps(size_t(R) * g.Kd * g.Kh);
+  std::vector<int> ntaps(R);
   T::begin(g.kk, M);
   // Kd slots of staged dy planes (the call's rows of one depth od each), kept while the call's
   // depths ascend: depth d reads od = (d + pf - kd*dd)/sd, and consecutive depths share all but
@@ -217,32 +225,39 @@ int amx_dx_cols(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, ha
                       g.Co1, 0, 1, oh_lo + r, od, b, g.Wo, g.Wo);
       }
       for (int h = hr.lo; h <= hr.hi; ++h) {
-        taps.clear();
+        Tap* t = &taps[size_t(h - hr.lo) * g.Kd * g.Kh];
+        int n = 0;
         for (int kd = 0; kd < g.Kd; ++kd) {
           if (slot_of[kd] < 0) continue;
           for (int kh = 0; kh < g.Kh; ++kh)
-            if (const int oh = source_of(h, kh, g.sh, g.dh, g.pt, g.Ho); oh >= 0)
-              taps.push_back({staged.p + slot_of[kd] * plane_bytes + (oh - oh_lo) * row_bytes,
-                              wt0 + int64_t((kd * g.Kh + kh) * nt) * half * s.wt_row});
+            if (const int oh = source_of(h, kh, g.sh, g.dh, g.pt, g.Ho); oh >= 0) {
+              t[n].a = staged.p + slot_of[kd] * plane_bytes + (oh - oh_lo) * row_bytes;
+              t[n++].b = wt0 + int64_t((kd * g.Kh + kh) * nt) * half * s.wt_row;
+            }
         }
-        float* c = col[(h - hr.lo) % 2];
-        for (int i = 0; i < tiles; i += 2) {
-          const int p0 = std::min(i * M, g.Wo - M), p1 = std::min((i + 1) * M, g.Wo - M);
-          float* dst[2] = {c + int64_t(p0) * ncols, c + int64_t(p1) * ncols};
-          const int64_t stride = int64_t(ncols) * 4;
-          const bool pair = i + 1 < tiles;
-          if (pair && nt == 2) block<T, 2, 2>(taps.data(), (int)taps.size(), s, p0, p1, dst, stride);
-          else if (pair) block<T, 2, 1>(taps.data(), (int)taps.size(), s, p0, p1, dst, stride);
-          else if (nt == 2) block<T, 1, 2>(taps.data(), (int)taps.size(), s, p0, p1, dst, stride);
-          else block<T, 1, 1>(taps.data(), (int)taps.size(), s, p0, p1, dst, stride);
-        }
-        // The previous row's columns, stored while this row's multiplies were issued.
-        if (h > hr.lo)
-          scatter(g.lanes, col[(h - 1 - hr.lo) % 2], first.data(), offs.data(), W, out_row(h - 1, d, b),
-                  o[1].stride);
+        ntaps[h - hr.lo] = n;
       }
-      scatter(g.lanes, col[(hr.hi - hr.lo) % 2], first.data(), offs.data(), W, out_row(hr.hi, d, b),
-              o[1].stride);
+      // Pairs of position tiles outside the rows: consecutive rows read mostly the same dy rows
+      // (the pair's 3.5 KB of each), which then come from L1 across rows; the weights of a
+      // phase's taps stream from L2.
+      const int64_t stride = int64_t(ncols) * 4;
+      for (int i = 0; i < tiles; i += 2) {
+        const int p0 = std::min(i * M, g.Wo - M), p1 = std::min((i + 1) * M, g.Wo - M);
+        const bool pair = i + 1 < tiles;
+        for (int h : order) {
+          float* c = col + (h - hr.lo) * col_row;
+          float* dst[2] = {c + int64_t(p0) * ncols, c + int64_t(p1) * ncols};
+          const Tap* t = &taps[size_t(h - hr.lo) * g.Kd * g.Kh];
+          const int n = ntaps[h - hr.lo];
+          if (pair && nt == 2) block<T, 2, 2>(t, n, s, p0, p1, dst, stride);
+          else if (pair) block<T, 2, 1>(t, n, s, p0, p1, dst, stride);
+          else if (nt == 2) block<T, 1, 2>(t, n, s, p0, p1, dst, stride);
+          else block<T, 1, 1>(t, n, s, p0, p1, dst, stride);
+        }
+      }
+      for (int h = hr.lo; h <= hr.hi; ++h)
+        scatter(g.lanes, col + (h - hr.lo) * col_row, first.data(), offs.data(), W, out_row(h, d, b),
+                o[1].stride);
     }
   }
   T::end();
