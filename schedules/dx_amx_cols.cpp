@@ -133,7 +133,7 @@ void DxAmxCols::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx)
       .parallel(par);
   if (a.cols_out) return;  // the extern writes the output
   a.out.vectorize(a.c0);
-  a.extc.compute_at(a.out, ho);
+  a.extc.compute_at(a.out, par);  // the call's sums, then its bias and cast
 }
 
 }  // namespace
