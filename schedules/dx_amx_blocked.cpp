@@ -44,7 +44,8 @@ class DxAmxBlocked final : public AmxTileSchedule<ops::DxAlgorithm> {
     if (!ops::dx_blocks(p))
       return "strided: the blocked kernel walks every tap of every position (dx_amx walks each "
              "stride phase's own)";
-    return "";
+    // Halide's stages around the kernel (weights, bias and cast) compile without LargeBuffers.
+    return amx_offsets_why_not(std::max(dx_elems(p) * 4, dy_elems(p) * 2));
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
     return "AMX-BF16 2 x 2 blocks of 16c0 x " + std::to_string(kTileRows) + "w tiles (tbex_amx_dx), " +

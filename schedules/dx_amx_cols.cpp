@@ -61,7 +61,8 @@ class DxAmxCols final : public AmxTileSchedule<ops::DxAlgorithm> {
     if (p.geo.kernel[2] * lanes > 32)
       return "Kw " + std::to_string(p.geo.kernel[2]) + " x " + std::to_string(lanes) +
              " channels a tap fill more than two tiles of 16 columns";
-    return "";
+    // Halide's stages around the kernel (weights, bias and cast) compile without LargeBuffers.
+    return amx_offsets_why_not(std::max(dx_elems(p) * 4, dy_elems(p) * 2));
   }
   std::string describe(const Problem& p, const Context& ctx) const override {
     const int lanes = amx_dx_cols_lanes(cin_valid(p));

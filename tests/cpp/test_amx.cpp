@@ -331,6 +331,24 @@ TEST(Amx, BlockedWhyNotNamesTheDtypeTheStrideAndTheTarget) {
             std::string::npos);
 }
 
+TEST(Amx, ColsWhyNotNamesTheDtypeTheChannelsTheColumnsAndTheBufferSize) {
+  const auto why = [](const Problem& p) {
+    return tbex::why(sched::dx_registry(), "dx_amx_cols", p, lower::host_target());
+  };
+  const Case& stem = kColsCases[0];
+  EXPECT_NE(why(dx_problem(stem, DType::kFloat32)).find("bf16 inputs only"), std::string::npos);
+  // 16 input channels fill dx_amx's columns.
+  EXPECT_NE(why(dx_problem(kCases[0], DType::kBFloat16)).find("valid input channels"), std::string::npos);
+  // 5 channels (8 columns a tap) x Kw 7: 56 columns.
+  Case wide = stem;
+  wide.cin = 5;
+  EXPECT_NE(why(dx_problem(wide, DType::kBFloat16)).find("more than two tiles"), std::string::npos);
+  // Halide's stages around the kernel index with 32 bits: an output of 2 GiB or more.
+  Case huge = stem;
+  huge.n = 1024, huge.in = {64, 256, 256};
+  EXPECT_NE(why(dx_problem(huge, DType::kBFloat16)).find("32-bit offsets"), std::string::npos);
+}
+
 TEST(Amx, BlockedKernelWritesFloat16AndBiasThroughOut) {
   // fp16 result with a bias: the extern's fp32 sums go through out (bias, one rounding), so the
   // result is dx_tiled's (fp32 sums of exact products: any order gives the same sums here).
