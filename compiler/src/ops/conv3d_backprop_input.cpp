@@ -148,6 +148,15 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     }
     return from_f32(val, halide_type(p.res_dtype));
   };
+  // An extern stage of fp32 sums (c0, w, h, c1, d, b): the output itself, written by the
+  // extern in place, where the result is fp32 without a bias (`in_place`), else a Func the
+  // output stage reads.
+  auto extern_sums = [&](Func& ext, const std::string& fn, const std::vector<ExternFuncArgument>& args,
+                         bool in_place) {
+    if (in_place) ext = Func("out");
+    ext.define_extern(fn, args, Float(32), {c0, w, h, c1, d, b}, NameMangling::C);
+    if (in_place) constrain_shape(ext.output_buffer(), p.x_shape());
+  };
   // The output stages over an accumulator: bias, cast, back from the phase frame.
   auto tail = [&](Func acc, Func dxp, Func out) {
     dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = result(acc(c0, qw, pw, qh, ph, qd, pd, c1, b));
@@ -256,12 +265,9 @@ DxAlgorithm define_backprop_input(const Problem& p) {
           a.dy.parameter(), a.wzk, Expr(Do), Expr(Ho), Expr(Wo), Expr(Co1), Expr(Kd), Expr(Kh),
           Expr(Kw), Expr(dd), Expr(dh), Expr(dw), Expr(pf), Expr(pt), Expr(pl), Expr(cin1_g),
           Expr(cout_g), Expr(a.kk)};
-      // fp32 out without a bias: the sums are the output, written by the extern in place.
       a.blocks_out = dx_blocks_out(p);
-      if (a.blocks_out) a.ext = Func("out");
-      a.ext.define_extern("tbex_amx_dx", args, Float(32), {c0, w, h, c1, d, b}, NameMangling::C);
+      extern_sums(a.ext, "tbex_amx_dx", args, a.blocks_out);
       if (a.blocks_out) {
-        constrain_shape(a.ext.output_buffer(), p.x_shape());
         a.outb = a.ext;
       } else {
         a.accb(c0, qw, pw, qh, ph, qd, pd, c1, b) = a.ext(c0, qw, qh, c1, qd, b);
@@ -288,10 +294,8 @@ DxAlgorithm define_backprop_input(const Problem& p) {
           Expr(Kw), Expr(sd), Expr(sh), Expr(sw), Expr(dd), Expr(dh), Expr(dw), Expr(pf),
           Expr(pt), Expr(pl), Expr(cout_g), Expr(dx_k_step(p)), Expr(lanes)};
       a.cols_out = dx_blocks_out(p);
-      if (a.cols_out) a.extc = Func("out");
-      a.extc.define_extern("tbex_amx_dx_cols", args, Float(32), {c0, w, h, c1, d, b}, NameMangling::C);
+      extern_sums(a.extc, "tbex_amx_dx_cols", args, a.cols_out);
       if (a.cols_out) {
-        constrain_shape(a.extc.output_buffer(), p.x_shape());
         a.outc = a.extc;
       } else {
         a.outc = Func("out");
