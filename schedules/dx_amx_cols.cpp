@@ -68,8 +68,8 @@ class DxAmxCols final : public AmxTileSchedule<ops::DxAlgorithm> {
     const int lanes = amx_dx_cols_lanes(cin_valid(p));
     return "AMX-BF16 tiles of " + std::to_string(amx_dx_cols_rows((int)p.geo.out[2])) +
            " dy positions x (kw, channel) columns (tbex_amx_dx_cols): " +
-           std::to_string(amx_dx_cols_tiles((int)p.geo.kernel[2], lanes)) + " column tiles of " +
-           std::to_string(16 / lanes) + " taps x " + std::to_string(lanes) + " channels, " +
+           std::to_string(p.geo.kernel[2]) + " taps x " + std::to_string(lanes) + " channels in " +
+           std::to_string(amx_dx_cols_tiles((int)p.geo.kernel[2], lanes)) + " column tiles, " +
            std::to_string(ops::dx_k_step(p)) + " channels per tile multiply, " +
            std::to_string(call_rows(p)) + " rows x " + std::to_string(call_depths(p, ctx.threads)) +
            " depths per call, " + std::to_string(ctx.threads) + " threads";
@@ -105,9 +105,9 @@ Estimate DxAmxCols::estimate(const Problem& p, const Context& ctx) const {
   const double calls = double(g.n) * (g.in[0] / depths) * (g.in[1] / call);
   n.units = int64_t(calls);
   // Passes: the weights staged; each call's dy staged (the planes its depths reach, the rows
-  // its rows reach, once); the columns added into the output, a position's live kw taps of `lanes` lanes (a
-  // load and an add per 4 lanes) and a 64-byte store, its fp32 written; without cols_out, read
-  // back by out.
+  // its rows reach, once); the columns added into the output, a position's live kw taps of
+  // `lanes` lanes (a load and an add per 4 lanes) and a 64-byte store, its fp32 written;
+  // without cols_out, read back by out.
   const double staged = calls * dy_span(p, 0, depths) * dy_span(p, 1, call) * p.group.cout_g * g.out[2];
   const double live_w = double(ops::inside_pairs(p, 2)) / g.in[2];
   n.pass_bytes = dw_out_elems(p) * (input_bytes(p) + 2) + staged * input_bytes(p) + dx_elems(p) * 4 +
