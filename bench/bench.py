@@ -1104,6 +1104,26 @@ def _span(lines, start, stop, is_head, is_end):
     return i, next((k for k in range(i + 1, stop) if is_end(lines[k])), stop)
 
 
+def _section_span(lines, section, label):
+    """(the span of `label`'s part, the span of `section` in it), each None where absent."""
+    part = _span(lines, 0, len(lines), lambda l: l == PART + label, lambda l: l.startswith(PART))
+    if part is None:
+        return None, None
+    return part, _span(lines, part[0] + 1, part[1], lambda l: l == section,
+                       lambda l: l.startswith("## "))
+
+
+def read_section(path, section, machine=None):
+    """The text of `section` in the part of RESULTS.md for `machine` (default: this machine's
+    label), or None."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    lines = path.read_text().splitlines()
+    _, sec = _section_span(lines, section, machine or machine_label())
+    return "\n".join(lines[sec[0]:sec[1]]) if sec else None
+
+
 def write_section(path, section, text, machine=None):
     """Replaces `section` (a '## ' heading line; `text` starts with it) in the part of RESULTS.md
     for `machine` (default: this machine's label), or appends it to that part; a machine seen
@@ -1113,13 +1133,10 @@ def write_section(path, section, text, machine=None):
     label = machine or machine_label()
     old = path.read_text() if path.exists() else RESULTS_HEAD
     lines = old.rstrip("\n").splitlines()
-    head = PART + label
-    part = _span(lines, 0, len(lines), lambda l: l == head, lambda l: l.startswith(PART))
+    part, sec = _section_span(lines, section, label)
     if part is None:
-        lines += ["", head]
+        lines += ["", PART + label]
         part = (len(lines) - 1, len(lines))
-    sec = _span(lines, part[0] + 1, part[1], lambda l: l == section,
-                lambda l: l.startswith("## "))
     new = text.rstrip("\n").splitlines()
     if sec is None:
         lo = hi = part[1]

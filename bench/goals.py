@@ -14,11 +14,13 @@ bench/build/results.json). oneDNN primitive time, 1 and 2 threads:
     .venv/bin/python bench/goals.py       # writes `## Issue 11 goals` in that machine's part
 
 The section goes into the part of bench/RESULTS.md of the machine the run was on (`--out ''`
-prints it only); the analysis of the misses is a hand-written section beside it.
+prints it only), unless the section there is from a run of dtypes this one lacks (`--replace`
+writes it anyway); the analysis of the misses is a hand-written section beside it.
 """
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -186,19 +188,37 @@ def render(run):
         ""] + g.lines) + "\n"
 
 
+def dtypes_left_out(run, section):
+    """The dtypes the run behind the written `section` measured (its command's --dtypes) that
+    `run` did not: a section from a fuller run is not replaced by a partial one's."""
+    m = re.search(r"--dtypes[ =](\S+)", section or "")
+    if m is None:
+        return set()
+    return set(m.group(1).strip("`").split(",")) - {r["dtype"] for r in run["rows"]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", default=str(HERE / "build" / "results.json"))
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"), help="'' = print only")
+    ap.add_argument("--replace", action="store_true",
+                    help="write the section even where the one there is from a run of more dtypes")
     args = ap.parse_args()
     if not Path(args.json).is_file():
         sys.exit("goals: %s not found: run bench/bench.py first" % args.json)
     run = json.loads(Path(args.json).read_text())
     text = render(run)
     print(text)
-    if args.out:
-        bench.write_section(args.out, SECTION, text, run.get("machine_label"))
+    if not args.out:
+        return
+    machine = run.get("machine_label")
+    missing = dtypes_left_out(run, bench.read_section(args.out, SECTION, machine))
+    if missing and not args.replace:
+        print("goals: %s left as it is: its run measured %s, this one did not (--replace to "
+              "write it anyway)" % (args.out, ",".join(sorted(missing))), file=sys.stderr)
+        return
+    bench.write_section(args.out, SECTION, text, machine)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,21 @@ def test_goals_report_misses_from_the_run():
     assert ">= 3x oneDNN bf16 (no AVX512_BF16" in goals.render(run)
 
 
+def test_goals_of_a_partial_run_leave_a_fuller_runs_section(tmp_path, monkeypatch, capsys):
+    out, res = tmp_path / "RESULTS.md", tmp_path / "run.json"
+    full = {"command": ["bench.py", "--dtypes", "f32,bf16"], "date": "then", "machine": "CPU: X",
+            "machine_label": "M", "rows": [row("b_c3d", "dw", "f32", 1, 10.0, 12.0),
+                                           row("b_c3d", "dw", "bf16", 1, 10.0, 5.0)]}
+    bf16 = dict(full, command=["bench.py", "--dtypes", "bf16"], date="now", rows=full["rows"][1:])
+    import json
+    for run, extra, kept in ((full, [], "then"), (bf16, [], "then"), (bf16, ["--replace"], "now")):
+        res.write_text(json.dumps(run))
+        monkeypatch.setattr(sys, "argv", ["goals.py", "--json", str(res), "--out", str(out)] + extra)
+        goals.main()
+        assert "(%s)" % kept in bench.read_section(out, goals.SECTION, "M")
+    assert "left as it is: its run measured f32" in capsys.readouterr().err
+
+
 def test_rounds_keep_the_faster_median_and_every_rounds_time():
     a = {"ms": 3.0, "min_ms": 2.9, "k": 10, "impl_info": "first"}
     b = {"ms": 2.5, "min_ms": 2.4, "k": 12, "impl_info": "second"}
