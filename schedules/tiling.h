@@ -30,10 +30,7 @@ inline int l1_chunk_rows(int64_t rows, int64_t row_bytes, int64_t row_points, in
   return largest_divisor_upto(rows, std::max<int64_t>(min_rows, l1_bytes / std::max<int64_t>(1, row_bytes)));
 }
 
-/** Valid input lanes of a real group's first input block: min(16, mag_factor * Cin/groups). */
-inline int cin_valid(const Problem& p) {
-  return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
-}
+using ops::cin_valid;
 /** Valid output channels of a real group: min(cout_g, mag_factor * Cout/groups). */
 inline int64_t cout_valid(const Problem& p) {
   return std::min(p.group.cout_g, p.group.mag_factor * p.geo.cout_pg());

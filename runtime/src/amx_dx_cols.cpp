@@ -13,11 +13,10 @@
  * Loop order per call (Halide calls it per batch, block of depths and block of rows): per depth,
  * the dy rows its taps read staged (the rows one of the call's rows reads, of each depth tap's
  * plane not staged for the depth before; a position's kk channels side by side, so a tile of M
- * positions is one run), then per output row and pair of position
- * tiles, every live (kd, kh) tap and channel chunk into 2 x 2 accumulators (two position tiles
- * x two column tiles sharing each loaded operand). A row's columns are added into the output
- * while the next row's multiplies run: its tiles are stored to one of two buffers, and the
- * vector loads of that row wait on no tile store in flight. */
+ * positions is one run); then per pair of position tiles, per output row (in stride-phase
+ * order), every live (kd, kh) tap and channel chunk into 2 x 2 accumulators (two position tiles
+ * x two column tiles sharing each loaded operand), stored to the call's buffer of columns; then
+ * each row's columns added into the output. */
 #include "tbex/amx_dx_cols.h"
 
 #include <immintrin.h>
@@ -202,22 +201,23 @@ int amx_dx_cols(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, ha
   // Kd slots of staged dy planes (the call's rows of one depth od each), kept while the call's
   // depths ascend: depth d reads od = (d + pf - kd*dd)/sd, and consecutive depths share all but
   // one plane where sd = dd = 1, so each plane is staged once a call.
-  std::vector<int> slot_od(g.Kd), slot_of(g.Kd);
+  std::vector<int> slot_od(g.Kd), slot_of(g.Kd), od_of(g.Kd);
   std::vector<char> kept(g.Kd);
   for (int b = br.lo; b <= br.hi; ++b) {
     std::fill(slot_od.begin(), slot_od.end(), -1);
     for (int d = dr.lo; d <= dr.hi; ++d) {
+      // The planes already staged keep their slots; the others go to slots no tap of d reads.
       std::fill(kept.begin(), kept.end(), 0);
       for (int kd = 0; kd < g.Kd; ++kd) {
-        const int od = source_of(d, kd, g.sd, g.dd, g.pf, g.Do);
-        slot_of[kd] = od < 0 ? -1 : int(std::find(slot_od.begin(), slot_od.end(), od) - slot_od.begin());
-        if (slot_of[kd] == g.Kd) slot_of[kd] = -2;  // not staged yet
-        else if (slot_of[kd] >= 0) kept[slot_of[kd]] = 1;
+        od_of[kd] = source_of(d, kd, g.sd, g.dd, g.pf, g.Do);
+        const auto at = std::find(slot_od.begin(), slot_od.end(), od_of[kd]);
+        slot_of[kd] = od_of[kd] >= 0 && at != slot_od.end() ? int(at - slot_od.begin()) : -1;
+        if (slot_of[kd] >= 0) kept[slot_of[kd]] = 1;
       }
       for (int kd = 0; kd < g.Kd; ++kd) {
-        if (slot_of[kd] != -2) continue;
+        if (od_of[kd] < 0 || slot_of[kd] >= 0) continue;
         const int slot = int(std::find(kept.begin(), kept.end(), 0) - kept.begin());
-        const int od = source_of(d, kd, g.sd, g.dd, g.pf, g.Do);
+        const int od = od_of[kd];
         slot_od[slot] = od, kept[slot] = 1, slot_of[kd] = slot;
         for (int r = 0; r < rows; ++r)
           if (needed[oh_lo + r])

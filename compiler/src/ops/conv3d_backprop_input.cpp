@@ -169,7 +169,7 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   // The same output read at the valid lanes only (see DxAlgorithm::out_lanes). With cin1_g == 1
   // and fewer than 16 valid lanes, real_g is 1 (mag_factor * cin_pg is a multiple of 16 otherwise),
   // so lane c0 of block c1 = 0 is channel c0 and lanes >= cin_valid are padding.
-  a.cin_valid = std::min(C0, mag * cin_pg);
+  a.cin_valid = cin_valid(p);
   if (cin1_g == 1 && a.cin_valid < C0) {
     Expr v = a.dxp(min(c0, a.cin_valid - 1), tw / sw, phase(tw, sw), th / sh, phase(th, sh),
                    td / sd, phase(td, sd), c1, b);
@@ -283,7 +283,6 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     if (a.cols) {
       const int lanes = amx_dx_cols_lanes(a.cin_valid), tiles = amx_dx_cols_tiles(Kw, lanes);
       const int half = cout_g / 2;
-      a.col_lanes = lanes;
       Var j("j"), row("row");
       Expr col = ((row / half) % tiles) * 16 + j, khd = row / (half * tiles);
       Expr kwc = col / lanes;

@@ -212,7 +212,6 @@ struct DxAlgorithm {
    * own frame (strides and all), from dy as the caller holds it and wzc. A schedule that uses
    * it calls use_cols(): out then reads extc (bias, cast), or is extc (cols_out). */
   bool cols = false;
-  int col_lanes = 1;          ///< columns per kw tap: amx_dx_cols_lanes(cin_valid)
   Halide::Func wzc{"wzc"};    ///< (e, j, row) bf16 weights as tbex_amx_dx_cols reads them
   Halide::Func extc{"extc"};  ///< (c0, w, h, c1, d, b) fp32 dX: the extern stage
   bool cols_out = false;      ///< extc is the output itself (fp32, no bias)
@@ -375,6 +374,11 @@ inline double inside_tap_share(const Problem& p) {
   return share;
 }
 
+/** Valid input lanes of a real group's first input block: min(16, mag_factor * Cin/groups). */
+inline int cin_valid(const Problem& p) {
+  return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
+}
+
 /** Whether dX has its pair form for `p` (DxAlgorithm::pairs): bf16 inputs, an even cout_g. */
 inline bool bf16_pairs(const Problem& p) {
   return p.in_dtype == DType::kBFloat16 && p.group.cout_g % 2 == 0;
@@ -409,7 +413,7 @@ inline bool dx_blocks(const Problem& p) {
 /** Whether dX has its tap column form for `p` (DxAlgorithm::cols): the pair form, one real group
  * of one input block with at most 8 valid lanes, whose Kw taps' columns fill at most two tiles. */
 inline bool dx_cols(const Problem& p) {
-  const int valid = (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
+  const int valid = cin_valid(p);
   return bf16_pairs(p) && p.group.cin1_g == 1 && p.group.real_g == 1 && valid <= 8 &&
          p.geo.kernel[2] * amx_dx_cols_lanes(valid) <= 32;
 }
