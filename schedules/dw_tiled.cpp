@@ -310,7 +310,7 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   n.visit_bytes = t.ch * t.pair * (x_row + dy_row);
   n.visit_footprint = (int64_t)n.visit_bytes;
   n.chunk_footprint = chunk_footprint(p, t.ch * t.pair, t.db);
-  const int64_t x_rows = x_rows_of(p, t.ch * t.pair), w_pad = padded_w(p);
+  const int64_t x_rows = x_rows_of(p, t.ch * t.pair);
   n.units = t.parts > 1 ? t.parts : tiles;
   // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
   // output stage, and adding the partial sums. Unsplit, every tile group (thread) stages every
