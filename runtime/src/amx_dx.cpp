@@ -64,7 +64,6 @@ struct Frame {
   int32_t wt_rowmin;
   const Geometry* g;         // the conv
   int taps;
-  int steps;                 // tile-multiply steps of a block: taps x channel chunks
 };
 
 /** One block: MP position tiles (starting at position w) x NB input blocks (from c1, real group
@@ -86,7 +85,8 @@ TBEX_AMX void block(const Frame& f, int w, int h, int gl, int c1, float* const* 
   // in L3), and the next block's tiles wait for the stores. Alternated run by run in one
   // process (bench/RESULTS.md): c1 dX 15.0 -> 12.8 ms, b and c2 6% faster, d, e1, f 3%.
   constexpr int kLines = MP * NB * kRows;
-  const int per_step = (kLines + f.steps - 1) / f.steps;
+  const int steps = f.taps * chunks;  // at most: the taps in the padding are skipped
+  const int per_step = (kLines + steps - 1) / steps;
   int line = 0;
   auto prefetch = [&] {
     for (int e = line + per_step; line < e && line < kLines; ++line) {
@@ -222,7 +222,6 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
         for (auto [c1, nb] : firsts) visits.push_back({h, c1, nb});
     }
   }
-  f.steps = std::max(1, taps * chunks);
   T::begin(g.kk);
   for (int b = br.lo; b <= br.hi; ++b)
     for (int d = dr.lo; d <= dr.hi; ++d) {

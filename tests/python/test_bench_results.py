@@ -1,5 +1,6 @@
 """bench/RESULTS.md keeps one part per machine, and bench/goals.py reports issue 11's goals from a
 run's raw results (no benchmark is run here: the scripts' bookkeeping only)."""
+import json
 import sys
 import time
 from pathlib import Path
@@ -63,7 +64,6 @@ def test_goals_of_a_partial_run_leave_a_fuller_runs_section(tmp_path, monkeypatc
             "machine_label": "M", "rows": [row("b_c3d", "dw", "f32", 1, 10.0, 12.0),
                                            row("b_c3d", "dw", "bf16", 1, 10.0, 5.0)]}
     bf16 = dict(full, command=["bench.py", "--dtypes", "bf16"], date="now", rows=full["rows"][1:])
-    import json
     for run, extra, kept in ((full, [], "then"), (bf16, [], "then"), (bf16, ["--replace"], "now")):
         res.write_text(json.dumps(run))
         monkeypatch.setattr(sys, "argv", ["goals.py", "--json", str(res), "--out", str(out)] + extra)
