@@ -107,6 +107,14 @@ int dw_parts(const Problem& p, int want) {
   return (int)((s.extent + s.per - 1) / s.per);
 }
 
+ops::ReductionParts dw_reduction_parts(const Problem& p, int parts) {
+  ops::ReductionParts r;
+  if (parts < 2) return r;
+  const DwSplit s = dw_split(p, parts);
+  r.by_batch = s.by_batch, r.per = (int)s.per, r.count = (int)((s.extent + s.per - 1) / s.per);
+  return r;
+}
+
 int64_t dw_depth_extent(const Problem& p, int parts) {
   const DwSplit s = dw_split(p, parts);
   return parts > 1 && !s.by_batch ? s.per : p.geo.out[0];

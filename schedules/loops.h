@@ -76,6 +76,9 @@ struct DwReduction {
  * problem, never from the thread count: threads only take whole parts, so the summation order,
  * and the result, is the same for any thread count. */
 int dw_parts(const Problem& p, int want);
+/** dw_parts' split as ops::ReductionParts (what the blocked tile form's extern cuts): `parts`
+ * of them, over batch or depth as split_dw_reduction cuts them. */
+ops::ReductionParts dw_reduction_parts(const Problem& p, int parts);
 /** The parts the dW schedules ask dw_parts for when they split: whole units for 1, 2 or 4
  * threads; each costs one more pass over the (small) output to sum. */
 constexpr int kDwSplitParts = 4;

@@ -14,11 +14,12 @@
  * shuffle per 32 elements), so every tap of a phase along w reads the same staged row at an
  * offset. Both are staged per chunk of output rows, into memory that stays in L2.
  *
- * Loop order per call (Halide calls it per share of the output's blocks): chunks of output rows,
- * their operands staged, then the pairs of (tap, input block) entries, the pairs of output
- * blocks, and inside a visit the chunk's rows and a row's steps of kk positions. A tile's sum
- * runs over the rows in order whatever the chunks, pairs and calls: the result does not depend
- * on them (the accumulators are stored and reloaded exactly, as fp32). */
+ * Loop order per call (Halide calls it per share of the output's blocks and parts of the
+ * reduction): the parts, chunks of a part's output rows, their operands staged, then the pairs of
+ * (tap, input block) entries, the pairs of output blocks, and inside a visit the chunk's rows and
+ * a row's steps of kk positions. A tile's sum runs over a part's rows in order whatever the
+ * chunks, pairs and calls: the result does not depend on them (the accumulators are stored and
+ * reloaded exactly, as fp32), only on the parts, which the caller fixes from the problem. */
 #include "tbex/amx_dw.h"
 
 #include <immintrin.h>
@@ -38,7 +39,8 @@ using namespace tbex::amx;
 
 /** The kernel's scalar arguments. */
 struct Geometry {
-  int N, D, H, W, C1, Do, Ho, Wo, Co1, we, G, cin1_g, cout_g, sd, sh, sw, dd, dh, dw, pf, pt, pl, kk;
+  int N, D, H, W, C1, Do, Ho, Wo, Co1, we, G, cin1_g, cout_g, sd, sh, sw, dd, dh, dw, pf, pt, pl;
+  int part_by_batch, part_len, kk;
 };
 
 /** The staging routines, scalar (any CPU; the reference the tests hold the vector ones to) and
@@ -177,7 +179,7 @@ struct Chunk {
   const uint8_t* dy;    // staged dy: per row, real group and output block, 16 x We values
   int64_t t_bytes, blk_bytes;
   int blocks, Ho, half, kk;
-  bool first;           // the call's first chunk: accumulators start at 0
+  bool first;           // the part's first chunk: accumulators start at 0
 };
 
 /** One visit: output blocks bi, bi+1 (MA of them) x entries e[0..NB), rows [r0, r1). The
@@ -285,6 +287,32 @@ void stage_dy_row(uint8_t* dst, int64_t blk_bytes, const View6& dy, const Geomet
     }
 }
 
+/** One chunk of output rows: its operands staged (x: the chunk's planes, each from its first
+ * row's reach; dy: each row), then every pair of entries x pair of output blocks visited. */
+template <class T, class S>
+void run_chunk(const Chunk& c, uint8_t* xs, uint8_t* ys, const XLayout& l, const View6& x, const View6& dy,
+               const Geometry& g, const Taps& taps, const std::vector<char>& needed,
+               const std::vector<Entry>& entries, Range n, float* sums, int64_t out_n) {
+  for (int p = c.first_plane; p <= (c.r1 - 1) / g.Ho; ++p) {
+    const int used = std::min(c.r1, (p + 1) * g.Ho) - std::max(c.r0, p * g.Ho);  // rows in the plane
+    stage_x_plane<S>(xs + (p - c.first_plane) * l.plane_bytes, l, x, g, taps, p, c.ho0,
+                     (used - 1) * g.sh + (taps.kh.size() - 1) * g.dh + 1, needed);
+  }
+  for (int t = c.r0; t < c.r1; ++t) stage_dy_row<S>(ys + (t - c.r0) * c.t_bytes, c.blk_bytes, dy, g, taps.gr, n, t);
+  for (size_t i = 0; i < entries.size();) {
+    // Two entries where the next one is of the same real group (they share dy's rows).
+    const int nb = i + 1 < entries.size() && entries[i + 1].gi == entries[i].gi ? 2 : 1;
+    const Entry* e = &entries[i];
+    for (int bi = 0; bi < c.blocks; bi += 2) {
+      if (nb == 2 && bi + 1 < c.blocks) visit<T, 2, 2>(c, e, bi, sums, out_n);
+      else if (nb == 2) visit<T, 1, 2>(c, e, bi, sums, out_n);
+      else if (bi + 1 < c.blocks) visit<T, 2, 1>(c, e, bi, sums, out_n);
+      else visit<T, 1, 1>(c, e, bi, sums, out_n);
+    }
+    i += nb;
+  }
+}
+
 /** The extern stage with tile registers T and staging S: a bounds query's answer, or the sums. */
 template <class T, class S>
 int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_buffer_t* out) {
@@ -299,6 +327,8 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   const Range n = range(out, 1), kw = range(out, 2), kh = range(out, 3), c1 = range(out, 4),
               kd = range(out, 5), gr = range(out, 6);
   const halide_dimension_t* od = out->dim;
+  if (out->dimensions != 8 || g.part_len < 1) return -1;
+  const Range parts = range(out, 7);
   // Whole tiles: 16 lanes of c0 side by side, n in blocks of 16 of a group's channels; a
   // position's 16 lanes (x) or channels (dy) side by side; kk positions a tile multiply.
   if (od[0].stride != 1 || od[0].min != 0 || od[0].extent != 16 || n.lo % 16 != 0 || n.size() % 16 != 0 ||
@@ -317,7 +347,7 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   }
   // Staged x per chunk: [plane][g][kd][h][c1g][phase][q][32 values]; h runs over the rows the
   // chunk's output rows read with the call's taps along h (sh apart a row).
-  const int rows = g.N * g.Do * g.Ho, chunk = tbex::amx_dw_chunk_rows(g.we, g.Ho);
+  const int chunk = tbex::amx_dw_chunk_rows(g.we, g.Ho);
   const int planes = chunk >= g.Ho ? chunk / g.Ho : 1, span = std::min(chunk, g.Ho);
   XLayout l;
   l.ph_lo = ph_lo, l.ph_hi = ph_hi, l.Q = half + shift;
@@ -349,32 +379,33 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   for (int r = 0; r < span; ++r)
     for (int k = 0; k < kh.size(); ++k) needed[r * g.sh + k * g.dh] = 1;
 
-  float* sums = reinterpret_cast<float*>(out->host);
   const int64_t out_n = od[1].stride;
   T::begin(g.kk);
-  for (int r0 = 0, r1; r0 < rows; r0 = r1) {
-    r1 = chunk >= g.Ho ? std::min(rows, r0 + chunk) : std::min(r0 + chunk, (r0 / g.Ho + 1) * g.Ho);
-    Chunk c{r0, r1, r0 / g.Ho, r0 % g.Ho, xs.p, l.plane_bytes, g.sh * l.h_bytes, ys.p, t_bytes, blk_bytes,
-            blocks, g.Ho, half, g.kk, r0 == 0};
-    // x: the chunk's planes, each from its first row's reach; dy: each row of the chunk.
-    for (int p = c.first_plane; p <= (r1 - 1) / g.Ho; ++p) {
-      const int used = std::min(r1, (p + 1) * g.Ho) - std::max(r0, p * g.Ho);  // rows in the plane
-      stage_x_plane<S>(xs.p + (p - c.first_plane) * l.plane_bytes, l, x, g, taps, p, c.ho0,
-                       (used - 1) * g.sh + (kh.size() - 1) * g.dh + 1, needed);
+  for (int k = parts.lo; k <= parts.hi; ++k) {
+    float* sums = reinterpret_cast<float*>(out->host) + int64_t(k - parts.lo) * od[7].stride;
+    // The part's planes (b*Do + do) as runs of consecutive ones: one run of whole batches, or
+    // its depths of each batch.
+    std::vector<std::pair<int, int>> runs;
+    if (g.part_by_batch) {
+      runs.push_back({std::min(g.N, k * g.part_len) * g.Do, std::min(g.N, (k + 1) * g.part_len) * g.Do});
+    } else {
+      for (int b = 0; b < g.N; ++b)
+        runs.push_back({b * g.Do + std::min(g.Do, k * g.part_len), b * g.Do + std::min(g.Do, (k + 1) * g.part_len)});
     }
-    for (int t = r0; t < r1; ++t) stage_dy_row<S>(ys.p + (t - r0) * t_bytes, blk_bytes, dy, g, gr, n, t);
-    for (size_t i = 0; i < entries.size();) {
-      // Two entries where the next one is of the same real group (they share dy's rows).
-      const int nb = i + 1 < entries.size() && entries[i + 1].gi == entries[i].gi ? 2 : 1;
-      const Entry* e = &entries[i];
-      for (int bi = 0; bi < blocks; bi += 2) {
-        if (nb == 2 && bi + 1 < blocks) visit<T, 2, 2>(c, e, bi, sums, out_n);
-        else if (nb == 2) visit<T, 1, 2>(c, e, bi, sums, out_n);
-        else if (bi + 1 < blocks) visit<T, 2, 1>(c, e, bi, sums, out_n);
-        else visit<T, 1, 1>(c, e, bi, sums, out_n);
+    bool first = true;
+    for (auto [p0, p1] : runs)
+      for (int r0 = p0 * g.Ho, r1, end = p1 * g.Ho; r0 < end; r0 = r1) {
+        r1 = chunk >= g.Ho ? std::min(end, r0 + chunk) : std::min(r0 + chunk, (r0 / g.Ho + 1) * g.Ho);
+        run_chunk<T, S>(Chunk{r0, r1, r0 / g.Ho, r0 % g.Ho, xs.p, l.plane_bytes, g.sh * l.h_bytes, ys.p,
+                              t_bytes, blk_bytes, blocks, g.Ho, half, g.kk, first},
+                        xs.p, ys.p, l, x, dy, g, taps, needed, entries, n, sums, out_n);
+        first = false;
       }
-      i += nb;
-    }
+    // A part without output positions (more parts than planes) sums nothing.
+    if (first)
+      for (const Entry& e : entries)
+        for (int bi = 0; bi < blocks; ++bi)
+          for (int r = 0; r < 16; ++r) std::memset(sums + e.out_off + (bi * 16 + r) * out_n, 0, 64);
   }
   T::end();
   return 0;
@@ -383,8 +414,9 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
 Geometry geometry(int32_t N, int32_t D, int32_t H, int32_t W, int32_t C1, int32_t Do, int32_t Ho,
                   int32_t Wo, int32_t Co1, int32_t we, int32_t G, int32_t cin1_g, int32_t cout_g,
                   int32_t sd, int32_t sh, int32_t sw, int32_t dd, int32_t dh, int32_t dw, int32_t pf,
-                  int32_t pt, int32_t pl, int32_t kk) {
-  return {N, D, H, W, C1, Do, Ho, Wo, Co1, we, G, cin1_g, cout_g, sd, sh, sw, dd, dh, dw, pf, pt, pl, kk};
+                  int32_t pt, int32_t pl, int32_t part_by_batch, int32_t part_len, int32_t kk) {
+  return {N, D, H, W, C1, Do, Ho, Wo, Co1, we, G, cin1_g, cout_g, sd, sh, sw, dd, dh, dw, pf, pt, pl,
+          part_by_batch, part_len, kk};
 }
 
 }  // namespace
@@ -392,7 +424,7 @@ Geometry geometry(int32_t N, int32_t D, int32_t H, int32_t W, int32_t C1, int32_
 #define TBEX_AMX_DW_GEOMETRY                                                                    \
   geometry(batch, in_d, in_h, in_w, in_c1, out_d, out_h, out_w, out_c1, row_positions, real_g, \
            cin1_g, cout_g, stride_d, stride_h, stride_w, dil_d, dil_h, dil_w, pad_d, pad_h,    \
-           pad_w, kk)
+           pad_w, part_by_batch, part_len, kk)
 
 extern "C" int tbex_amx_dw(TBEX_AMX_DW_ARGS) {
   return amx_dw<AmxTiles, VectorStage>(x, dy, TBEX_AMX_DW_GEOMETRY, out);

@@ -18,6 +18,7 @@
 #include "lowered_check.h"
 #include "ops/ops.h"
 #include "schedules/cost_model.h"
+#include "schedules/loops.h"
 #include "schedules/registry.h"
 #include "tbex/amx.h"
 #include "tbex/amx_dw.h"
@@ -274,19 +275,47 @@ TEST_P(AmxDwTest, PortableBlockedKernelMatchesReference) {
   test::check_bf16_dw(c, p, pipeline, {a.x, a.dy}, without_amx(lower::host_target()), 41);
 }
 
+TEST_P(AmxDwTest, PortableBlockedKernelPartsMatchReference) {
+  // The reduction cut into parts (each summed by its own extern call, then added in order): the
+  // splits dw_amx_blocked's variants make (over batch, or depth when the batch is smaller), and
+  // more parts than batches (the last part sums nothing), on emulated tile registers.
+  const Case& c = kDwCases[GetParam()];
+  const Problem p = dw_problem(c, DType::kBFloat16);
+  if (p.group.cout_g % 16 != 0) GTEST_SKIP() << c.name << ": output channels not in whole tiles";
+  std::vector<ops::ReductionParts> cuts;
+  for (int want : {2, 3})
+    if (sched::dw_parts(p, want) > 1) cuts.push_back(sched::dw_reduction_parts(p, want));
+  cuts.push_back({(int)p.geo.n + 1, true, 1});
+  for (const ops::ReductionParts& parts : cuts) {
+    SCOPED_TRACE(std::string(c.name) + ": " + std::to_string(parts.count) + " parts of " +
+                 std::to_string(parts.per) + (parts.by_batch ? " batches" : " depths"));
+    ops::DwAlgorithm a = ops::define_backprop_filter(p);
+    a.use_blocks(parts);
+    a.ext.bound(a.c0, 0, 16).compute_root();
+    Halide::Pipeline pipeline(a.out);
+    pipeline.set_jit_externs(
+        {{"tbex_amx_dw", Halide::JITExtern(Halide::ExternCFunction(&tbex_amx_dw_emulated))}});
+    test::check_bf16_dw(c, p, pipeline, {a.x, a.dy}, without_amx(lower::host_target()), 41);
+  }
+}
+
 TEST_P(AmxDwTest, NativeBlockedKernelMatchesReference) {
   if (const std::string why = no_amx(); !why.empty()) GTEST_SKIP() << why;
   const Case& c = kDwCases[GetParam()];
   const Problem p = dw_problem(c, DType::kBFloat16);
   if (p.group.cout_g % 16 != 0) GTEST_SKIP() << c.name << ": output channels not in whole tiles";
   const Halide::Target t = lower::host_target();
-  for (int threads : {1, 2}) {  // one call, and calls cut along a block dim
-    lower::Lowered l = lower::lower(p, lower::select(p, {"dw_amx_blocked", ""}, threads, t), threads, t);
-    ASSERT_EQ(l.schedule, "dw_amx_blocked");
-    EXPECT_TRUE(l.amx_tiles);
-    l.pipeline.set_jit_externs(codegen::jit_externs());
-    test::check_bf16_dw(c, p, l.pipeline, l.args, l.target, 41);
-  }
+  // Every variant (the reduction's parts) at one call, and at calls cut along parts and blocks.
+  for (const std::string& variant : lower::candidates(p, "dw_amx_blocked", 2, t))
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(c.name) + " [" + variant + "] " + std::to_string(threads) + " threads");
+      lower::Lowered l =
+          lower::lower(p, lower::select(p, {"dw_amx_blocked", variant}, threads, t), threads, t);
+      ASSERT_EQ(l.schedule, "dw_amx_blocked");
+      EXPECT_TRUE(l.amx_tiles);
+      l.pipeline.set_jit_externs(codegen::jit_externs());
+      test::check_bf16_dw(c, p, l.pipeline, l.args, l.target, 41);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AmxDwTest, ::testing::Range(0, (int)std::size(kDwCases)),

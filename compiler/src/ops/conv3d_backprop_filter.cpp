@@ -225,18 +225,27 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     // Blocked tile form: acct's sums from tbex_amx_dw, which reads x and dy in place and stages
     // each chunk's tiles itself (tbex/amx_dw.h); its sums have c0 innermost, as out.
     a.kk = dw_k_step(p);
-    a.ext.define_extern(
-        "tbex_amx_dw",
-        {a.x.parameter(), a.dy.parameter(), Expr(N), Expr(D), Expr(H), Expr(W), Expr(C1), Expr(Do),
-         Expr(Ho), Expr(Wo), Expr(Co1), Expr(a.we), Expr(G), Expr(cin1_g), Expr(cout_g), Expr(sd),
-         Expr(sh), Expr(sw), Expr(dd), Expr(dh), Expr(dw), Expr(pf), Expr(pt), Expr(pl), Expr(a.kk)},
-        Float(32), {c0, n, kw, kh, c1g, kd, g}, NameMangling::C);
-    a.outb = Func("out");
-    a.outb(c0, n, kw, kh, c1g, kd, g) = select(valid, a.ext(ac0, n, kw, kh, c1g, kd, g), 0.0f);
-    constrain_shape(a.outb.output_buffer(),
-                    {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+    a.ext_args = {a.x.parameter(), a.dy.parameter(), Expr(N),  Expr(D),      Expr(H),  Expr(W),
+                  Expr(C1),        Expr(Do),         Expr(Ho), Expr(Wo),     Expr(Co1), Expr(a.we),
+                  Expr(G),         Expr(cin1_g),     Expr(cout_g), Expr(sd), Expr(sh), Expr(sw),
+                  Expr(dd),        Expr(dh),         Expr(dw), Expr(pf),     Expr(pt), Expr(pl)};
+    a.ext_valid = valid, a.ext_c0 = ac0;
+    a.out_shape = {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0};
   }
   return a;
+}
+
+void DwAlgorithm::use_blocks(const ReductionParts& parts) {
+  std::vector<Halide::ExternFuncArgument> args = ext_args;
+  for (int v : {parts.by_batch ? 1 : 0, parts.per, kk}) args.push_back(Expr(v));
+  ext.define_extern("tbex_amx_dw", args, Float(32), {c0, n, kw, kh, c1g, kd, g, part}, NameMangling::C);
+  // The parts added in order: ((part 0 + part 1) + part 2) ...
+  Expr sum = ext(ext_c0, n, kw, kh, c1g, kd, g, 0);
+  for (int k = 1; k < parts.count; ++k) sum = sum + ext(ext_c0, n, kw, kh, c1g, kd, g, k);
+  outb = Func("out");
+  outb(c0, n, kw, kh, c1g, kd, g) = select(ext_valid, sum, 0.0f);
+  constrain_shape(outb.output_buffer(), out_shape);
+  out = outb;
 }
 
 }  // namespace tbex::ops

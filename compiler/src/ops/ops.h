@@ -21,6 +21,16 @@
 
 namespace tbex::ops {
 
+/** A dW reduction over (wo, ho, do, b) cut into `count` parts, each summed on its own (the
+ * parts then added in order): part k takes batches [k*per, (k+1)*per) (by_batch) or output
+ * depths [k*per, (k+1)*per) of every batch. One part: dW's sum itself. The schedules choose it
+ * from the problem (schedules/loops.h dw_reduction_parts), never from the thread count. */
+struct ReductionParts {
+  int count = 1;
+  bool by_batch = true;
+  int per = 1 << 30;
+};
+
 struct DwAlgorithm {
   Halide::ImageParam x;   ///< (c0, w, h, c1, d, n)        6HD fmap
   Halide::ImageParam dy;  ///< (c0, wo, ho, co1, do, n)    6HD out_backprop
@@ -102,12 +112,18 @@ struct DwAlgorithm {
   /** Blocked tile form, defined with the tile form: acct's sums computed by tbex_amx_dw
    * (tbex/amx_dw.h: 2 x 2 blocks of AMX tiles held over chunks of output rows, a Halide extern
    * stage) from x and dy as the caller holds them (the kernel stages its tiles per chunk), kk
-   * positions per tile multiply. A schedule that uses it calls
-   * use_blocks(): out then reads ext. */
+   * positions per tile multiply, the reduction in `parts` (each part's sums the extern's, added
+   * in order part 0, 1, ...). A schedule that uses it calls use_blocks(parts), which defines
+   * ext and outb; out then reads ext. */
   int kk = 2;                 ///< positions per tile multiply (dw_k_step)
-  Halide::Func ext{"ext"};    ///< (c0, n, kw, kh, c1g, kd, g) fp32 sums: the extern stage
+  Halide::Func ext{"ext"};    ///< (c0, n, kw, kh, c1g, kd, g, part) fp32 sums: the extern stage
   Halide::Func outb;          ///< out reading ext (named "out" too)
-  void use_blocks() { out = outb; }
+  Halide::Var part{"part"};
+  void use_blocks(const ReductionParts& parts = {});
+  /** What use_blocks defines ext and outb from (set with the tile form). */
+  std::vector<Halide::ExternFuncArgument> ext_args;  ///< tbex_amx_dw's arguments before the parts'
+  Halide::Expr ext_valid, ext_c0;                    ///< out's mask and the lane it reads
+  std::vector<int64_t> out_shape;                    ///< constrain_shape's extents for out
 };
 
 struct DxAlgorithm {

@@ -18,11 +18,14 @@
  * Buffers (dims innermost first; element type in brackets):
  *   x   [bf16] (c0, w, h, c1, d, b): the input, 6HD, c0's stride 1;
  *   dy  [bf16] (c0, w, h, c1, d, b): the output gradient, 6HD, c0's stride 1;
- *   out [fp32] (c0, n, kw, kh, c1g, kd, g): the sums over batch and output positions of
- *       x(c0 of block g*cin1_g + c1g at (wo*sw + kw*dw - pl, ho*sh + kh*dh - pt,
- *       do*sd + kd*dd - pf), 0 in the padding) x dy(channel g*cout_g + n at (wo, ho, do));
- *       c0 and n in whole tiles of 16, c0's stride 1. Blocks past the last one read the last
- *       (the caller masks such sums, as it masks channels of other groups).
+ *   out [fp32] (c0, n, kw, kh, c1g, kd, g, part): per part of the reduction, the sums over its
+ *       output positions of x(c0 of block g*cin1_g + c1g at (wo*sw + kw*dw - pl,
+ *       ho*sh + kh*dh - pt, do*sd + kd*dd - pf), 0 in the padding) x dy(channel g*cout_g + n at
+ *       (wo, ho, do)); c0 and n in whole tiles of 16, c0's stride 1. Part k holds batches
+ *       [k*part_len, (k+1)*part_len) (part_by_batch) or, split along depth, the output depths
+ *       [k*part_len, (k+1)*part_len) of every batch; one part of all the batches gives dW itself
+ *       (the caller adds the parts, in order, for the split reduction). Blocks past the last one
+ *       read the last (the caller masks such sums, as it masks channels of other groups).
  * A bounds query (a buffer without host memory) is answered with the whole input.
  * Returns 0, or -1 when a buffer's layout is not the one above or staging memory is not to be
  * had (the Halide extern-stage convention: the pipeline then fails with an error). */
@@ -56,14 +59,16 @@ inline int64_t amx_dw_chunks(int row_positions, int plane_rows, int64_t planes) 
 
 /** The kernel's arguments besides its buffers: the conv's geometry (x: batch, in_*; dy:
  * out_*; row_positions: We, out_w rounded up to even; real_g groups of cin1_g input blocks and
- * cout_g output channels; strides, dilations, head pads), kk positions per tile multiply (even,
- * dividing row_positions, at most 32). */
+ * cout_g output channels; strides, dilations, head pads), how the reduction's parts are cut
+ * (part_by_batch, part_len: see out), kk positions per tile multiply (even, dividing
+ * row_positions, at most 32). */
 #define TBEX_AMX_DW_ARGS                                                                       \
   halide_buffer_t *x, halide_buffer_t *dy, int32_t batch, int32_t in_d, int32_t in_h,          \
       int32_t in_w, int32_t in_c1, int32_t out_d, int32_t out_h, int32_t out_w, int32_t out_c1, \
       int32_t row_positions, int32_t real_g, int32_t cin1_g, int32_t cout_g, int32_t stride_d,  \
       int32_t stride_h, int32_t stride_w, int32_t dil_d, int32_t dil_h, int32_t dil_w,          \
-      int32_t pad_d, int32_t pad_h, int32_t pad_w, int32_t kk, halide_buffer_t *out
+      int32_t pad_d, int32_t pad_h, int32_t pad_w, int32_t part_by_batch, int32_t part_len,     \
+      int32_t kk, halide_buffer_t *out
 
 extern "C" int tbex_amx_dw(TBEX_AMX_DW_ARGS);
 
