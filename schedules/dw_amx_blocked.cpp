@@ -188,7 +188,7 @@ Estimate DwAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   const double phases = std::min<double>(g.stride[2], g.kernel[2]);
   const double x_staged = chunk_planes * double(groups * kd) * x_rows_of(p, int64_t(std::min<double>(chunk_rows, Ho))) *
                           double(c1) * phases * pair_rows * 32;
-  const double dy_staged = chunk_rows * double(groups * blocks) * 16 * we;
+  const double dy_staged = chunk_rows * double(groups * blocks) * 16 * (we / kk) * 32;  // a step a line
   n.visit_footprint = int64_t(chunk_rows * we * 2 * 32 * 2);
   n.chunk_footprint = int64_t((x_staged + dy_staged) * 2);
   n.units = c.calls;

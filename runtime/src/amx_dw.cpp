@@ -9,7 +9,8 @@
  * Why the kernel stages its operands: Halide's staging of x transposed ran ~2 cycles an element
  * at root (c2 dW bf16 2.2 of 9.8 ms, the seed's 17.5 of 20, d's 2.4 of 4.4 on Emerald Rapids),
  * and its stages took most of the schedule's compile time. Here dy is the transposed operand
- * (16 output channels x positions: four rounds of two-source word shuffles per 512 elements)
+ * (16 output channels x positions, each tile multiply's kk positions in a cache line of their
+ * own: four rounds of two-source word shuffles per 512 elements)
  * and x the paired one: position q of a staged row holds x at q and q + We/2 side by side (one
  * shuffle per 32 elements), so every tap of a phase along w reads the same staged row at an
  * offset. Both are staged per chunk of output rows, into memory that stays in L2.
@@ -62,8 +63,11 @@ struct ScalarStage {
       }
   }
   /** dy's row `src` (16 channels a position, `ws` bytes apart; Wo positions, 0 past them)
-   * transposed: dst[c][2q + e] = dy(c, q + e*half) for q < half, rows of 2*half values. */
-  static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half) {
+   * transposed: a channel's pairs (dy(c, q), dy(c, q + half)) for q < half, in steps of `step`
+   * pairs `step_bytes` apart (bytes past a step's pairs are left as they are), channels `row`
+   * bytes apart. */
+  static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half, int64_t row,
+                        int step, int64_t step_bytes) {
     auto* o = reinterpret_cast<uint16_t*>(dst);
     for (int c = 0; c < 16; ++c)
       for (int q = 0; q < half; ++q)
@@ -71,7 +75,7 @@ struct ScalarStage {
           const int p = q + e * half;
           uint16_t v = 0;
           if (p < Wo) std::memcpy(&v, src + p * ws + 2 * c, 2);
-          o[c * 2 * half + 2 * q + e] = v;
+          o[(c * row + q / step * step_bytes) / 2 + 2 * (q % step) + e] = v;
         }
   }
 };
@@ -121,7 +125,8 @@ struct VectorStage {
         r[a | 1 << J] = _mm512_permutex2var_epi16(x, ib, y);
       }
   }
-  TBEX_AMX_STAGE static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half) {
+  TBEX_AMX_STAGE static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half,
+                                       int64_t row, int step, int64_t step_bytes) {
     // Per 16 pairs (q, q + half): registers j < 8 hold positions q + 2j, q + 2j + 1 (element
     // i = 16*(position's low bit) + channel), j >= 8 the same positions past half. Three rounds
     // move channel bits 0-2 into the register index; the last moves bit 3 and writes each
@@ -138,9 +143,10 @@ struct VectorStage {
       }
       return t;
     }();
-    const int64_t row = int64_t(4) * half;  // bytes of a channel's staged row
-    for (int qb = 0; qb < half; qb += 16) {
-      const int nq = std::min(16, half - qb);
+    // A step (kk/2 <= 16 pairs: one tile multiply's) at a time, each from its own line.
+    for (int qb = 0; qb < half; qb += step) {
+      const int nq = std::min(step, half - qb);
+      uint8_t* out = dst + qb / step * step_bytes;
       __m512i r[16];
       for (int e = 0; e < 2; ++e)
         for (int j = 0; j < 8; ++j) {
@@ -155,8 +161,8 @@ struct VectorStage {
       const __m512i ia = _mm512_load_si512(kLast.a), ib = _mm512_load_si512(kLast.b);
       const __mmask32 keep = nq == 16 ? ~__mmask32(0) : __mmask32((1u << (2 * nq)) - 1);
       for (int a = 0; a < 8; ++a) {
-        _mm512_mask_storeu_epi16(dst + a * row + qb * 4, keep, _mm512_permutex2var_epi16(r[a], ia, r[a + 8]));
-        _mm512_mask_storeu_epi16(dst + (a + 8) * row + qb * 4, keep,
+        _mm512_mask_storeu_epi16(out + a * row, keep, _mm512_permutex2var_epi16(r[a], ia, r[a + 8]));
+        _mm512_mask_storeu_epi16(out + (a + 8) * row, keep,
                                  _mm512_permutex2var_epi16(r[a], ib, r[a + 8]));
       }
     }
@@ -176,8 +182,9 @@ struct Chunk {
   int first_plane, ho0; // the plane of r0 and r0's row in it
   const uint8_t* x;     // staged x: planes of plane_bytes, rows of x's h sh*h_bytes apart
   int64_t plane_bytes, row_bytes;
-  const uint8_t* dy;    // staged dy: per row, real group and output block, 16 x We values
-  int64_t t_bytes, blk_bytes;
+  const uint8_t* dy;    // staged dy: per row, real group and output block, 16 channels' rows
+  int64_t t_bytes, blk_bytes, ch_bytes, step_bytes;  // a channel's staged row (a tile row's
+                                                     // stride), a step's part of it
   int blocks, Ho, half, kk;
   bool first;           // the part's first chunk: accumulators start at 0
 };
@@ -203,7 +210,7 @@ TBEX_AMX void visit(const Chunk& c, const Entry* e, int bi, float* out, int64_t 
     if constexpr (MA > 1 && NB > 1) T::template load_acc<3>(dst[3], stride);
   }
   const int step = c.kk / 2;
-  const int64_t a_stride = int64_t(4) * c.half;
+  const int64_t a_stride = c.ch_bytes;
   int pc = 0, ho = c.ho0;
   const uint8_t* a = c.dy + (int64_t(e[0].gi) * c.blocks + bi) * c.blk_bytes;
   for (int t = c.r0; t < c.r1; ++t, a += c.t_bytes) {
@@ -212,7 +219,7 @@ TBEX_AMX void visit(const Chunk& c, const Entry* e, int bi, float* out, int64_t 
     const uint8_t* a0 = a;
     const uint8_t* b0 = xrow + e[0].x_off;
     const uint8_t* b1 = xrow + e[NB - 1].x_off;
-    for (int q = 0; q < c.half; q += step, a0 += 2 * c.kk, b0 += 32 * c.kk, b1 += 32 * c.kk) {
+    for (int q = 0; q < c.half; q += step, a0 += c.step_bytes, b0 += 32 * c.kk, b1 += 32 * c.kk) {
       T::template load<4>(a0, a_stride);
       T::template load<6>(b0, 64);
       T::template multiply<0>();
@@ -275,15 +282,17 @@ void stage_x_plane(uint8_t* dst, const XLayout& l, const View6& x, const Geometr
 }
 
 /** Stages dy's output row t ((b*Do + do)*Ho + ho) into `dst` transposed: per real group and
- * output block (of the call's channels n), 16 channels of We values, blk_bytes apart. */
+ * output block (of the call's channels n), 16 channels of We values ch_bytes apart, blocks
+ * blk_bytes apart. */
 template <class S>
-void stage_dy_row(uint8_t* dst, int64_t blk_bytes, const View6& dy, const Geometry& g, Range gr, Range n,
-                  int t) {
+void stage_dy_row(uint8_t* dst, int64_t blk_bytes, int64_t ch_bytes, int64_t step_bytes, const View6& dy,
+                  const Geometry& g, Range gr, Range n, int t) {
   const int ho = t % g.Ho, od = t / g.Ho % g.Do, b = t / (g.Ho * g.Do), blocks = n.size() / 16;
   for (int gi = 0; gi < gr.size(); ++gi)
     for (int bi = 0; bi < blocks; ++bi) {
       const int blk = std::min(((gr.lo + gi) * g.cout_g + n.lo) / 16 + bi, g.Co1 - 1);
-      S::transpose(dst + (gi * blocks + bi) * blk_bytes, dy.row(ho, blk, od, b), dy.w, g.Wo, g.we / 2);
+      S::transpose(dst + (gi * blocks + bi) * blk_bytes, dy.row(ho, blk, od, b), dy.w, g.Wo, g.we / 2,
+                   ch_bytes, g.kk / 2, step_bytes);
     }
 }
 
@@ -298,7 +307,7 @@ void run_chunk(const Chunk& c, uint8_t* xs, uint8_t* ys, const XLayout& l, const
     stage_x_plane<S>(xs + (p - c.first_plane) * l.plane_bytes, l, x, g, taps, p, c.ho0,
                      (used - 1) * g.sh + (taps.kh.size() - 1) * g.dh + 1, needed);
   }
-  for (int t = c.r0; t < c.r1; ++t) stage_dy_row<S>(ys + (t - c.r0) * c.t_bytes, c.blk_bytes, dy, g, taps.gr, n, t);
+  for (int t = c.r0; t < c.r1; ++t) stage_dy_row<S>(ys + (t - c.r0) * c.t_bytes, c.blk_bytes, c.ch_bytes, c.step_bytes, dy, g, taps.gr, n, t);
   for (size_t i = 0; i < entries.size();) {
     // Two entries where the next one is of the same real group (they share dy's rows).
     const int nb = i + 1 < entries.size() && entries[i + 1].gi == entries[i].gi ? 2 : 1;
@@ -354,8 +363,13 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   l.ph_bytes = int64_t(l.Q) * 64, l.c1_bytes = (ph_hi - ph_lo + 1) * l.ph_bytes, l.h_bytes = c1.size() * l.c1_bytes;
   const int Hs = (span - 1) * g.sh + (kh.size() - 1) * g.dh + 1;
   l.kd_bytes = Hs * l.h_bytes, l.g_bytes = kd.size() * l.kd_bytes, l.plane_bytes = gr.size() * l.g_bytes;
-  // Staged dy per chunk: [row][g][block][channel][We values].
-  const int64_t blk_bytes = int64_t(16) * g.we * 2, t_bytes = gr.size() * blocks * blk_bytes;
+  // Staged dy per chunk: [row][g][block][channel][step][64 bytes]: each step's kk positions
+  // (2*kk bytes, a tile row) in a cache line of their own, not straddling two. Emerald Rapids
+  // with AMX, 1 thread, against steps packed back to back (paired runs): b dW bf16 (kk 28, two
+  // steps a row) 0.79x, d and e1 (one step of 28) 0.91x, g 0.93x, the seed (kk 18) 0.93x.
+  const int64_t step_bytes = 64;
+  const int64_t ch_bytes = (half / (g.kk / 2)) * step_bytes;
+  const int64_t blk_bytes = 16 * ch_bytes, t_bytes = gr.size() * blocks * blk_bytes;
   Scratch xs(size_t(planes) * l.plane_bytes), ys(size_t(chunk) * t_bytes);
   if (xs.p == nullptr || ys.p == nullptr) return -1;
 
@@ -397,7 +411,7 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
       for (int r0 = p0 * g.Ho, r1, end = p1 * g.Ho; r0 < end; r0 = r1) {
         r1 = chunk >= g.Ho ? std::min(end, r0 + chunk) : std::min(r0 + chunk, (r0 / g.Ho + 1) * g.Ho);
         run_chunk<T, S>(Chunk{r0, r1, r0 / g.Ho, r0 % g.Ho, xs.p, l.plane_bytes, g.sh * l.h_bytes, ys.p,
-                              t_bytes, blk_bytes, blocks, g.Ho, half, g.kk, first},
+                              t_bytes, blk_bytes, ch_bytes, step_bytes, blocks, g.Ho, half, g.kk, first},
                         xs.p, ys.p, l, x, dy, g, taps, needed, entries, n, sums, out_n);
         first = false;
       }

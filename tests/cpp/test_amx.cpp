@@ -533,20 +533,32 @@ TEST(Amx, DwBlockedWhyNotNamesTheDtypeTheRowAndTheTarget) {
 }
 
 TEST(Amx, DwBlockedCallsSplitTheBlocksOverTheThreads) {
-  // One call on one thread; with threads, calls along the groups, pairs of output blocks, kd and
-  // the input blocks until there are about 4 a thread (results do not depend on the cut).
+  // One call on one thread; with threads, calls along the reduction's parts and the real groups
+  // until there are about 4 a thread, then along pairs of output blocks, kd and the input blocks
+  // (each restaging an operand) only until there are 2 a thread (results do not depend on the
+  // cut, only on the parts).
   const Halide::Target t = lower::host_target();
-  auto describe = [&](const Case& c, int threads) {
+  auto describe = [&](const Case& c, int threads, const std::string& variant = "") {
     return sched::find_schedule(sched::dw_registry(), "dw_amx_blocked")
-        ->describe(dw_problem(c, DType::kBFloat16), sched::Context{t, threads, ""});
+        ->describe(dw_problem(c, DType::kBFloat16), sched::Context{t, threads, variant});
   };
-  const Case& groups = kDwCases[6];  // group_blocks: 2 real groups, Kd 2, 2 input blocks
+  // group_blocks: N 2, output depth 3 (so 3 parts of one slice each), 2 real groups, Kd 2, 2
+  // input blocks.
+  const Case& groups = kDwCases[6];
   EXPECT_NE(describe(groups, 1).find("one call"), std::string::npos) << describe(groups, 1);
-  EXPECT_NE(describe(groups, 2).find("8 calls (g 2 x kd 2 x c1g 2)"), std::string::npos) << describe(groups, 2);
-  const Case& rows = kDwCases[7];  // many_rows: Kd 3, 2 input blocks
-  EXPECT_NE(describe(rows, 2).find("6 calls (kd 3 x c1g 2)"), std::string::npos) << describe(rows, 2);
+  EXPECT_NE(describe(groups, 1).find("[parts=3] "), std::string::npos) << describe(groups, 1);
+  EXPECT_NE(describe(groups, 2).find("6 calls (part 3 x g 2)"), std::string::npos) << describe(groups, 2);
+  // Unsplit: the groups' 2 calls, then kd's (dy restaged) until each thread has 2.
+  EXPECT_NE(describe(groups, 2, "parts=1").find("4 calls (g 2 x kd 2)"), std::string::npos)
+      << describe(groups, 2, "parts=1");
+  // many_rows: N 2, output depth 10 (4 parts of 3 slices, the last 1), Kd 3, 2 input blocks:
+  // the parts alone give each of 2 threads 2 calls.
+  const Case& rows = kDwCases[7];
+  EXPECT_NE(describe(rows, 2).find("reduction split in 4 parts (depth)"), std::string::npos) << describe(rows, 2);
+  EXPECT_NE(describe(rows, 2).find("4 calls (part 4)"), std::string::npos) << describe(rows, 2);
   const Case& pairs = kDwCases[8];  // block_pairs: 4 output blocks, Kd 2, 4 input blocks
-  EXPECT_NE(describe(pairs, 2).find("8 calls (n 2 x kd 2 x c1g 2)"), std::string::npos) << describe(pairs, 2);
+  EXPECT_NE(describe(pairs, 2, "parts=1").find("4 calls (n 2 x kd 2)"), std::string::npos)
+      << describe(pairs, 2, "parts=1");
 }
 
 }  // namespace
