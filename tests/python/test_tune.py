@@ -15,7 +15,8 @@ from tbex import dsl, tvm
 
 PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tbex.__file__)))
 
-# A small dW kernel compiled "auto"; prints its schedule, variant and result.
+# A small dW kernel compiled "auto"; prints its schedule, variant and result, and the first entry
+# of its own process's ranking.
 CHILD = r"""
 import json
 import numpy as np
@@ -28,8 +29,11 @@ dedy = tvm.placeholder(dy.shape, name="dedy", dtype="float32")
 res = dsl.conv3d_backprop_filter(fmap, dedy, [48, 3, 32, 3, 3],
                                  {"strides": [1, 1, 1], "pads": [0, 0, 1, 1, 1, 1],
                                   "dilations": [1] * 5, "res_dtype": "float32"})
-k = dsl.build(dsl.auto_schedule(res), {"name": "dw", "tensor_list": [fmap, dedy, res]})
-print(json.dumps({"schedule": k.schedule, "variant": k.variant, "out": k(x, dy).ravel().tolist()}))
+sch = dsl.auto_schedule(res)
+first = sch.rank()[0]
+k = dsl.build(sch, {"name": "dw", "tensor_list": [fmap, dedy, res]})
+print(json.dumps({"schedule": k.schedule, "variant": k.variant, "out": k(x, dy).ravel().tolist(),
+                  "first": [first["schedule"], first["variant"]]}))
 """
 
 
@@ -133,6 +137,8 @@ def test_rank_lists_the_cost_models_choice_first(tmp_path):
     assert ranked and ranked[-1]["schedule"] == "reference"
     assert all(r["predicted_ms"] > 0 and r["detail"] for r in ranked)
     assert not any(r["schedule"].startswith("halide_") for r in ranked)
+    # The child's own ranking: its calibration is stored beside its (empty) database, so it
+    # measures the host afresh, and a near tie may rank otherwise than this process's did.
     out, log = _run_child(tmp_path / "empty.json")
-    assert (out["schedule"], out["variant"]) == (ranked[0]["schedule"], ranked[0]["variant"])
-    assert "cost model (" in log and "chose " + ranked[0]["schedule"] in log
+    assert (out["schedule"], out["variant"]) == tuple(out["first"])
+    assert "cost model (" in log and "chose " + out["first"][0] in log
