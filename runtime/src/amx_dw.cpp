@@ -127,10 +127,10 @@ struct VectorStage {
   }
   TBEX_AMX_STAGE static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half,
                                        int64_t row, int step, int64_t step_bytes) {
-    // Per 16 pairs (q, q + half): registers j < 8 hold positions q + 2j, q + 2j + 1 (element
-    // i = 16*(position's low bit) + channel), j >= 8 the same positions past half. Three rounds
-    // move channel bits 0-2 into the register index; the last moves bit 3 and writes each
-    // register's elements in the order of the tile's k: 2*(pair) + (which half).
+    // Per step of up to 16 pairs (q, q + half): registers j < 8 hold positions q + 2j,
+    // q + 2j + 1 (element i = 16*(position's low bit) + channel), j >= 8 the same positions past
+    // half. Three rounds move channel bits 0-2 into the register index; the last moves bit 3 and
+    // writes each register's elements in the order of the tile's k: 2*(pair) + (which half).
     alignas(64) static const auto kLast = [] {
       struct {
         uint16_t a[32], b[32];
