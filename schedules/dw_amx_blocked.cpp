@@ -69,6 +69,12 @@ struct Cut {
       if (d.dim == dim) return extent / d.parts;
     return extent;
   }
+  /** Calls along dim (1 where the cut leaves it whole). */
+  int64_t along(int dim) const {
+    for (const Part& d : dims)
+      if (d.dim == dim) return d.parts;
+    return 1;
+  }
 };
 
 /** Output blocks a call takes at least when the cut goes along them: a pair (the 2 x 2 blocking). */
@@ -152,7 +158,7 @@ Estimate DwAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   const ops::ReductionParts parts = parts_of(p, ctx);
   const Cut c = cut_of(p, parts, ctx.threads);
   // Calls along what the parts do not cut (each stages the chunks of its parts).
-  const int64_t others = c.calls / (parts.count / c.per_call(7, parts.count));
+  const int64_t others = c.calls / c.along(7);
   const int64_t groups = c.per_call(6, gd.real_g), kd = c.per_call(5, g.kernel[0]),
                 c1 = c.per_call(4, gd.cin1_g);
   const int64_t entries = g.kernel[2] * g.kernel[1] * c1 * kd * groups;

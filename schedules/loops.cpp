@@ -101,12 +101,6 @@ DwSplit dw_split(const Problem& p, int parts) {
 }
 }  // namespace
 
-int dw_parts(const Problem& p, int want) {
-  const DwSplit s = dw_split(p, want);
-  if (want < 2 || s.extent < 2) return 1;
-  return (int)((s.extent + s.per - 1) / s.per);
-}
-
 ops::ReductionParts dw_reduction_parts(const Problem& p, int parts) {
   ops::ReductionParts r;
   if (parts < 2) return r;
@@ -114,6 +108,8 @@ ops::ReductionParts dw_reduction_parts(const Problem& p, int parts) {
   r.by_batch = s.by_batch, r.per = (int)s.per, r.count = (int)((s.extent + s.per - 1) / s.per);
   return r;
 }
+
+int dw_parts(const Problem& p, int want) { return dw_reduction_parts(p, want).count; }
 
 int64_t dw_depth_extent(const Problem& p, int parts) {
   const DwSplit s = dw_split(p, parts);

@@ -44,6 +44,10 @@ struct Geometry {
   int part_by_batch, part_len, kk;
 };
 
+/** Bytes of a channel's staged dy a tile multiply's kk positions take: a cache line each (see
+ * amx_dw's staging). */
+constexpr int64_t kStepBytes = 64;
+
 /** The staging routines, scalar (any CPU; the reference the tests hold the vector ones to) and
  * AVX-512 (every CPU with AMX has it). Both write the same bytes. */
 struct ScalarStage {
@@ -64,10 +68,10 @@ struct ScalarStage {
   }
   /** dy's row `src` (16 channels a position, `ws` bytes apart; Wo positions, 0 past them)
    * transposed: a channel's pairs (dy(c, q), dy(c, q + half)) for q < half, in steps of `step`
-   * pairs `step_bytes` apart (bytes past a step's pairs are left as they are), channels `row`
+   * pairs kStepBytes apart (bytes past a step's pairs are left as they are), channels `row`
    * bytes apart. */
   static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half, int64_t row,
-                        int step, int64_t step_bytes) {
+                        int step) {
     auto* o = reinterpret_cast<uint16_t*>(dst);
     for (int c = 0; c < 16; ++c)
       for (int q = 0; q < half; ++q)
@@ -75,7 +79,7 @@ struct ScalarStage {
           const int p = q + e * half;
           uint16_t v = 0;
           if (p < Wo) std::memcpy(&v, src + p * ws + 2 * c, 2);
-          o[(c * row + q / step * step_bytes) / 2 + 2 * (q % step) + e] = v;
+          o[(c * row + q / step * kStepBytes) / 2 + 2 * (q % step) + e] = v;
         }
   }
 };
@@ -126,7 +130,7 @@ struct VectorStage {
       }
   }
   TBEX_AMX_STAGE static void transpose(uint8_t* dst, const uint8_t* src, int64_t ws, int Wo, int half,
-                                       int64_t row, int step, int64_t step_bytes) {
+                                       int64_t row, int step) {
     // Per step of up to 16 pairs (q, q + half): registers j < 8 hold positions q + 2j,
     // q + 2j + 1 (element i = 16*(position's low bit) + channel), j >= 8 the same positions past
     // half. Three rounds move channel bits 0-2 into the register index; the last moves bit 3 and
@@ -146,7 +150,7 @@ struct VectorStage {
     // A step (kk/2 <= 16 pairs: one tile multiply's) at a time, each from its own line.
     for (int qb = 0; qb < half; qb += step) {
       const int nq = std::min(step, half - qb);
-      uint8_t* out = dst + qb / step * step_bytes;
+      uint8_t* out = dst + qb / step * kStepBytes;
       __m512i r[16];
       for (int e = 0; e < 2; ++e)
         for (int j = 0; j < 8; ++j) {
@@ -180,11 +184,10 @@ struct Entry {
 struct Chunk {
   int r0, r1;           // output rows (b*Do + do)*Ho + ho
   int first_plane, ho0; // the plane of r0 and r0's row in it
-  const uint8_t* x;     // staged x: planes of plane_bytes, rows of x's h sh*h_bytes apart
+  uint8_t* x;           // staged x: planes of plane_bytes, rows of x's h sh*h_bytes apart
   int64_t plane_bytes, row_bytes;
-  const uint8_t* dy;    // staged dy: per row, real group and output block, 16 channels' rows
-  int64_t t_bytes, blk_bytes, ch_bytes, step_bytes;  // a channel's staged row (a tile row's
-                                                     // stride), a step's part of it
+  uint8_t* dy;          // staged dy: per row, real group and output block, 16 channels' rows
+  int64_t t_bytes, blk_bytes, ch_bytes;  // ch_bytes: a channel's staged row (a tile row's stride)
   int blocks, Ho, half, kk;
   bool first;           // the part's first chunk: accumulators start at 0
 };
@@ -219,7 +222,7 @@ TBEX_AMX void visit(const Chunk& c, const Entry* e, int bi, float* out, int64_t 
     const uint8_t* a0 = a;
     const uint8_t* b0 = xrow + e[0].x_off;
     const uint8_t* b1 = xrow + e[NB - 1].x_off;
-    for (int q = 0; q < c.half; q += step, a0 += c.step_bytes, b0 += 32 * c.kk, b1 += 32 * c.kk) {
+    for (int q = 0; q < c.half; q += step, a0 += kStepBytes, b0 += 32 * c.kk, b1 += 32 * c.kk) {
       T::template load<4>(a0, a_stride);
       T::template load<6>(b0, 64);
       T::template multiply<0>();
@@ -285,29 +288,30 @@ void stage_x_plane(uint8_t* dst, const XLayout& l, const View6& x, const Geometr
  * output block (of the call's channels n), 16 channels of We values ch_bytes apart, blocks
  * blk_bytes apart. */
 template <class S>
-void stage_dy_row(uint8_t* dst, int64_t blk_bytes, int64_t ch_bytes, int64_t step_bytes, const View6& dy,
-                  const Geometry& g, Range gr, Range n, int t) {
+void stage_dy_row(uint8_t* dst, int64_t blk_bytes, int64_t ch_bytes, const View6& dy, const Geometry& g,
+                  Range gr, Range n, int t) {
   const int ho = t % g.Ho, od = t / g.Ho % g.Do, b = t / (g.Ho * g.Do), blocks = n.size() / 16;
   for (int gi = 0; gi < gr.size(); ++gi)
     for (int bi = 0; bi < blocks; ++bi) {
       const int blk = std::min(((gr.lo + gi) * g.cout_g + n.lo) / 16 + bi, g.Co1 - 1);
       S::transpose(dst + (gi * blocks + bi) * blk_bytes, dy.row(ho, blk, od, b), dy.w, g.Wo, g.we / 2,
-                   ch_bytes, g.kk / 2, step_bytes);
+                   ch_bytes, g.kk / 2);
     }
 }
 
 /** One chunk of output rows: its operands staged (x: the chunk's planes, each from its first
  * row's reach; dy: each row), then every pair of entries x pair of output blocks visited. */
 template <class T, class S>
-void run_chunk(const Chunk& c, uint8_t* xs, uint8_t* ys, const XLayout& l, const View6& x, const View6& dy,
-               const Geometry& g, const Taps& taps, const std::vector<char>& needed,
-               const std::vector<Entry>& entries, Range n, float* sums, int64_t out_n) {
+void run_chunk(const Chunk& c, const XLayout& l, const View6& x, const View6& dy, const Geometry& g,
+               const Taps& taps, const std::vector<char>& needed, const std::vector<Entry>& entries,
+               Range n, float* sums, int64_t out_n) {
   for (int p = c.first_plane; p <= (c.r1 - 1) / g.Ho; ++p) {
     const int used = std::min(c.r1, (p + 1) * g.Ho) - std::max(c.r0, p * g.Ho);  // rows in the plane
-    stage_x_plane<S>(xs + (p - c.first_plane) * l.plane_bytes, l, x, g, taps, p, c.ho0,
+    stage_x_plane<S>(c.x + (p - c.first_plane) * l.plane_bytes, l, x, g, taps, p, c.ho0,
                      (used - 1) * g.sh + (taps.kh.size() - 1) * g.dh + 1, needed);
   }
-  for (int t = c.r0; t < c.r1; ++t) stage_dy_row<S>(ys + (t - c.r0) * c.t_bytes, c.blk_bytes, c.ch_bytes, c.step_bytes, dy, g, taps.gr, n, t);
+  for (int t = c.r0; t < c.r1; ++t)
+    stage_dy_row<S>(c.dy + (t - c.r0) * c.t_bytes, c.blk_bytes, c.ch_bytes, dy, g, taps.gr, n, t);
   for (size_t i = 0; i < entries.size();) {
     // Two entries where the next one is of the same real group (they share dy's rows).
     const int nb = i + 1 < entries.size() && entries[i + 1].gi == entries[i].gi ? 2 : 1;
@@ -367,8 +371,7 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
   // (2*kk bytes, a tile row) in a cache line of their own, not straddling two. Emerald Rapids
   // with AMX, 1 thread, against steps packed back to back (paired runs): b dW bf16 (kk 28, two
   // steps a row) 0.79x, d and e1 (one step of 28) 0.91x, g 0.93x, the seed (kk 18) 0.93x.
-  const int64_t step_bytes = 64;
-  const int64_t ch_bytes = (half / (g.kk / 2)) * step_bytes;
+  const int64_t ch_bytes = (half / (g.kk / 2)) * kStepBytes;
   const int64_t blk_bytes = 16 * ch_bytes, t_bytes = gr.size() * blocks * blk_bytes;
   Scratch xs(size_t(planes) * l.plane_bytes), ys(size_t(chunk) * t_bytes);
   if (xs.p == nullptr || ys.p == nullptr) return -1;
@@ -411,8 +414,8 @@ int amx_dw(halide_buffer_t* xb, halide_buffer_t* dyb, const Geometry& g, halide_
       for (int r0 = p0 * g.Ho, r1, end = p1 * g.Ho; r0 < end; r0 = r1) {
         r1 = chunk >= g.Ho ? std::min(end, r0 + chunk) : std::min(r0 + chunk, (r0 / g.Ho + 1) * g.Ho);
         run_chunk<T, S>(Chunk{r0, r1, r0 / g.Ho, r0 % g.Ho, xs.p, l.plane_bytes, g.sh * l.h_bytes, ys.p,
-                              t_bytes, blk_bytes, ch_bytes, step_bytes, blocks, g.Ho, half, g.kk, first},
-                        xs.p, ys.p, l, x, dy, g, taps, needed, entries, n, sums, out_n);
+                              t_bytes, blk_bytes, ch_bytes, blocks, g.Ho, half, g.kk, first},
+                        l, x, dy, g, taps, needed, entries, n, sums, out_n);
         first = false;
       }
     // A part without output positions (more parts than planes) sums nothing.
