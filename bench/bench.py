@@ -597,6 +597,16 @@ def tbex_shape(t):
     return tuple(int(s.value if hasattr(s, "value") else s) for s in t.shape)
 
 
+def aligned(a):
+    """A copy of ``a`` starting on a 64-byte line, as torch's and oneDNN's buffers do: numpy's
+    start 16 bytes into one as often as not, which alone moved a kernel's time up to 1.5x
+    (bench/RESULTS.md, eighth session on Emerald Rapids with AMX)."""
+    from tbex import layout
+    b = layout.empty(a.shape, a.dtype)
+    b[...] = a
+    return b
+
+
 class TbexCase:
     """One compiled tbex kernel (per workload, pass, dtype) plus its inputs in TBE layouts."""
 
@@ -628,7 +638,7 @@ class TbexCase:
             filter_size = [Cout, w["Kd"], Cin // g, w["Kh"], w["Kw"]]
             res = dsl.conv3d_backprop_filter(x_ph, dy_ph, filter_size, para)
             tensors = [x_ph, dy_ph, res]
-            self.inputs = (x6, dy6)
+            self.inputs = (aligned(x6), aligned(dy6))
         else:
             wshape = [Cout, Cin // g, w["Kd"], w["Kh"], w["Kw"]]
             fz = layout.oidhw_to_fz3d(data.w, g)
@@ -644,7 +654,7 @@ class TbexCase:
                 f_ph, dy_ph, filter_size=wshape,
                 input_size=[w["N"], w["D"], w["H"], w["W"], Cin], para_dict=para)
             tensors = [f_ph, dy_ph, res]
-            self.inputs = (fz, dy6)
+            self.inputs = (aligned(fz), aligned(dy6))
         t0 = time.perf_counter()
         sch = dsl.auto_schedule(res, schedule=schedule)
         self.kernel = dsl.build(sch, {"name": "bench", "tensor_list": tensors})
@@ -653,7 +663,7 @@ class TbexCase:
             self.schedule = str(self.kernel.schedule)
         except Exception:
             self.schedule = ""
-        self.out = np.empty(tbex_shape(res), np.float32)
+        self.out = layout.empty(tbex_shape(res), np.float32)
         self.layout = layout
 
     def run(self):

@@ -1,6 +1,6 @@
-/** dx_amx_blocked: unstrided bf16 dX on AMX-BF16 tiles in 2 x 2 blocks (two tiles of 16
- * positions along w x two input blocks: four accumulator tiles sharing each loaded dy and weight
- * tile). Halide 21 lowers one accumulator per allocation, so the blocked loop is tbex's own
+/** dx_amx_blocked: bf16 dX on AMX-BF16 tiles in 2 x 2 blocks (two tiles of 16 positions of
+ * one stride phase along w x two input blocks: four accumulator tiles sharing each loaded dy and
+ * weight tile). Halide 21 lowers one accumulator per allocation, so the blocked loop is tbex's own
  * inner kernel (tbex_amx_dx, runtime/src/amx_dx.cpp), called as a Halide extern stage per
  * (batch, depth, block of rows). The kernel stages the dy rows each call reaches itself (a
  * position's kk channels side by side) and skips the taps whose rows lie in the padding along h
@@ -41,9 +41,6 @@ class DxAmxBlocked final : public AmxTileSchedule<ops::DxAlgorithm> {
   std::string name() const override { return "dx_amx_blocked"; }
   std::string why_not(const Problem& p) const override {
     if (std::string why = amx_dx_pairs_why_not(p); !why.empty()) return why;
-    if (!ops::dx_blocks(p))
-      return "strided: the blocked kernel walks every tap of every position (dx_amx walks each "
-             "stride phase's own)";
     // Halide's stages around the kernel (weights, bias and cast) compile without LargeBuffers.
     return amx_offsets_why_not(std::max(dx_elems(p) * 4, dy_elems(p) * 2));
   }
@@ -61,14 +58,26 @@ Estimate DxAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   const ConvGeometry& g = p.geo;
   const GroupDict& gd = p.group;
   const int kk = ops::dx_k_step(p);
-  const double taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2];
+  // A position walks its stride phase's taps: on average walked / positions per dim (K without
+  // a stride), of which inside_share's lie inside the volume.
+  double taps = 1;
+  for (int i = 0; i < 3; ++i)
+    taps *= double(ops::tap_pairs_1d(p.op, g.in[i], g.out[i], g.kernel[i], g.stride[i], g.dilation[i],
+                                     g.pads[2 * i])
+                       .walked) /
+            g.in[i];
   // The rows the kernel walks: each call's rows as one where it flattens them.
   const int rows = call_rows(p);
-  const bool flat = amx_dx_flat_rows((int)g.kernel[1], (int)g.kernel[2], (int)g.pads[2], (int)g.pads[4],
-                                     (int)g.in[2], (int)g.out[2], rows);
+  const bool flat = !is_strided(p) && amx_dx_flat_rows((int)g.kernel[1], (int)g.kernel[2], (int)g.pads[2],
+                                                       (int)g.pads[4], (int)g.in[2], (int)g.out[2], rows);
   const int64_t row_positions = flat ? rows * g.in[2] : g.in[2];
   const double walked_rows = flat ? double(g.in[1]) / rows : double(g.in[1]);
-  const int64_t tiles = ceil_div(row_positions, kTileRows), tile_pairs = ceil_div(tiles, 2);
+  // A row's tiles: 16 positions of one stride phase along w each, in pairs per phase.
+  int64_t tiles = 0, tile_pairs = 0, phase_tiles = 0;
+  for (int64_t j = 0; j < std::min(g.stride[2], row_positions); ++j) {
+    const int64_t t = ceil_div(ceil_div(row_positions - j, g.stride[2]), kTileRows);
+    tiles += t, tile_pairs += ceil_div(t, 2), phase_tiles = std::max(phase_tiles, t);
+  }
   const int64_t block_pairs = gd.real_g * ceil_div(gd.cin1_g, 2);
   const Machine m = Machine::of(ctx.target);
   LoopNest n;
@@ -88,21 +97,25 @@ Estimate DxAmxBlocked::estimate(const Problem& p, const Context& ctx) const {
   n.steps_per_visit = taps * gd.cout_g / kk;
   n.visits = double(g.n) * g.in[0] * walked_rows * tile_pairs * block_pairs;
   n.visit_cycles = kBlockDrainCost * m.tile_multiply_cycles;
-  const double reach = double(g.kernel[2] - 1) * g.dilation[2];
-  n.visit_footprint = int64_t(2 * 32.0 * gd.cout_g * taps +
-                              (2 * kTileRows + reach) * gd.cout_g * 2 * g.kernel[0] * g.kernel[1]);
+  // dy's reach of a tile along each dim (phase taps: one tap's row is s positions of dX).
+  auto span = [&](int i) { return double((g.kernel[i] - 1) * g.dilation[i]) / g.stride[i] + 1; };
+  const double all_taps = double(g.kernel[0]) * g.kernel[1] * g.kernel[2];
+  n.visit_footprint = int64_t(2 * 32.0 * gd.cout_g * all_taps +
+                              (2 * kTileRows + span(2) - 1) * gd.cout_g * 2 * span(0) * span(1));
   n.chunk_footprint = n.visit_footprint;
   n.units = g.n * g.in[0];
   // Taps whose dy row lies in the padding along h or d are skipped (along w, a tile's positions
   // straddle the edge).
   n.executed = ops::inside_share(p, 0) * ops::inside_share(p, 1);
-  // Passes: the weights staged as bf16; each call's staging, reading dy where it lies (every tap
-  // along d, the call's rows and the reach along h, whole tiles and the reach along w) and
+  // Passes: the weights staged as bf16; each call's staging, reading dy where it lies (the
+  // depth's taps, the call's rows and the reach along h, whole tiles and the reach along w) and
   // copying 32-byte runs into L2; without blocks_out, the extern's fp32 sums written and read
   // back by out.
   const double calls = double(g.n) * g.in[0] * ceil_div(g.in[1], rows);
-  const double staged_rows = flat ? 1 : rows + double(g.kernel[1] - 1) * g.dilation[1];
-  const double staged = calls * g.kernel[0] * staged_rows * gd.real_g * gd.cout_g * (tiles * kTileRows + reach);
+  const double staged_rows = flat ? 1 : double(rows - 1) / g.stride[1] + span(1);
+  const double staged_taps = double(g.kernel[0]) / g.stride[0];
+  const double staged = calls * staged_taps * staged_rows * gd.real_g * gd.cout_g *
+                        (phase_tiles * kTileRows + span(2) - 1);
   n.pass_bytes = dw_out_elems(p) * (input_bytes(p) + 2) + staged * input_bytes(p) +
                  (ops::dx_blocks_out(p) ? 0 : dx_elems(p) * 8);
   n.pass_ops = staged * kStageCopyCycles * m.issue;

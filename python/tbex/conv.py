@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import _C
+from . import _C, layout
 from .errors import UserError
 from .tvm import normalize_dtype
 
@@ -45,10 +45,7 @@ def _empty_like_kind(ref, shape, dtype: str):
     if _is_torch(ref):
         import torch
         return torch.empty(tuple(shape), dtype=getattr(torch, dtype))
-    if dtype == "bfloat16":
-        import ml_dtypes
-        return np.empty(shape, ml_dtypes.bfloat16)
-    return np.empty(shape, np.dtype(dtype))
+    return layout.empty(shape, dtype)
 
 
 def convolution_backward(grad_output, input, weight, bias_sizes: Optional[Sequence[int]],

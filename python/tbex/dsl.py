@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from . import _C
+from . import _C, layout
 from .errors import UserError
 from .tvm import Tensor, normalize_dtype
 
@@ -57,7 +57,7 @@ def _result(problem, inputs, name, op) -> Tensor:
 
 def _eager(problem, inputs):
     kernel = _C.compile(problem)
-    out = np.empty(problem.output_shape, numpy_dtype(problem.res_dtype))
+    out = layout.empty(problem.output_shape, numpy_dtype(problem.res_dtype))
     kernel.run(list(inputs), out)
     return out
 
@@ -193,7 +193,7 @@ class Kernel:
         for call_pos, prob_pos in enumerate(self._order):
             inputs[prob_pos] = arrays[call_pos]
         if out is None:
-            out = np.empty(self.res.shape, numpy_dtype(self.res.dtype))
+            out = layout.empty(self.res.shape, numpy_dtype(self.res.dtype))
         self._native.run(inputs, out)
         return out
 

@@ -11,10 +11,13 @@ The converters only move elements: any dtype with a 2- or 4-byte itemsize works 
 round trips are exact. Bad shapes or dtypes raise ``tbex`` user errors.
 """
 
+import numpy as np
+
 from ._C import layout as _l
 from .errors import UserError
 
 __all__ = [
+    "empty",
     "shape_6hd",
     "shape_fz3d",
     "ncdhw_to_6hd",
@@ -22,6 +25,29 @@ __all__ = [
     "oidhw_to_fz3d",
     "oidhw_from_fz3d",
 ]
+
+
+#: Bytes of a cache line: where ``empty`` starts an array's data.
+LINE_BYTES = 64
+
+
+def empty(shape, dtype="float32"):
+    """A new uninitialized C-contiguous array whose data starts on a 64-byte cache line.
+
+    numpy starts large arrays 16 bytes into a line as often as not; a kernel's 64-byte rows (16
+    fp32 lanes) then each straddle two lines, which costs a store-bound kernel up to 1.5x
+    (bench/RESULTS.md). tbex allocates the outputs it returns this way; pass such an array as
+    ``out=`` to get the same. ``dtype``: a numpy dtype or name ("bfloat16" via ml_dtypes).
+    """
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        import ml_dtypes
+        dtype = ml_dtypes.bfloat16
+    dt = np.dtype(dtype)
+    shape = tuple(int(s) for s in (shape if np.iterable(shape) else (shape,)))
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(nbytes + LINE_BYTES, np.uint8)
+    start = -raw.ctypes.data % LINE_BYTES
+    return raw[start:start + nbytes].view(dt).reshape(shape)
 
 
 def shape_6hd(ncdhw):

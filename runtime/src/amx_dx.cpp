@@ -45,7 +45,7 @@ using namespace tbex::amx;
 
 /** The kernel's scalar arguments. */
 struct Geometry {
-  int Do, Ho, Wo, Co1, Kd, Kh, Kw, dd, dh, dw, pf, pt, pl, cin1_g, cout_g, kk;
+  int Do, Ho, Wo, Co1, Kd, Kh, Kw, sd, sh, sw, dd, dh, dw, pf, pt, pl, cin1_g, cout_g, kk;
 };
 
 /** Weight bytes of a visit's blocks (2 x 1 KB a tap and chunk of 32 channels) up to which
@@ -66,43 +66,66 @@ struct Frame {
   int taps;
 };
 
-/** One block: MP position tiles (starting at position w) x NB input blocks (from c1, real group
- * gl of the call), every live tap and channel chunk of row h. Accumulator (i, j) is tile
- * i*2 + j, stored at dst[i*2 + j] as 16 rows (positions) of 16 lanes, dst_stride[i*2 + j] bytes
- * apart. */
+/** One block: MP position tiles (the first from position w, each 16 positions of w's stride
+ * phase: w, w + sw, ...) x NB input blocks (from c1, real group gl of the call), every live tap
+ * of the phase and channel chunk of row h. Within a phase the taps read consecutive dy positions
+ * (w + k*sw reads dy (w + pl - kw*dw) / sw + k), so a tile is one staged run as without a
+ * stride. Accumulator (i, j) is tile i*2 + j, stored at dst[i*2 + j] as 16 rows (positions) of
+ * 16 lanes, dst_stride[i*2 + j] bytes apart. */
 template <class T, int MP, int NB>
-TBEX_AMX void block(const Frame& f, int w, int h, int gl, int c1, float* const* dst,
+TBEX_AMX void block(const Frame& f, int w, int second, int h, int gl, int c1, float* const* dst,
                     const int64_t* dst_stride) {
   T::template zero<0>();
   if constexpr (NB > 1) T::template zero<1>();
   if constexpr (MP > 1) T::template zero<2>();
   if constexpr (MP > 1 && NB > 1) T::template zero<3>();
-  const int chunks = f.g->cout_g / f.g->kk, half = f.g->cout_g / 2, pair_rows = f.g->kk / 2;
+  const Geometry& g = *f.g;
+  const int chunks = g.cout_g / g.kk, half = g.cout_g / 2, pair_rows = g.kk / 2;
   const uint8_t* dyg = f.dy + gl * f.group;
+  // The staged row of tap (kd, kh) (-1: none: not the phase's tap, or dy 0 on the whole row) and
+  // whether kw is a tap of w's phase.
+  auto row_of = [&](int kd, int kh) {
+    const int t = h + g.pt - kh * g.dh;
+    if (t % g.sh != 0) return -1;
+    const int r = t / g.sh - f.oh0;
+    return f.live[kd * f.rows + r] ? r : -1;
+  };
+  auto w_tap = [&](int kw) { return (w + g.pl - kw * g.dw) % g.sw == 0; };
   // The accumulators' destination lines (MP x NB tiles of 16) fetched for writing while the
   // tiles multiply, spread over the block's steps, so that the stores at its end find them in
   // L1: a tile store into lines not owned waits for each one (an output of 33 MB, c1's, lives
   // in L3), and the next block's tiles wait for the stores. Alternated run by run in one
   // process (bench/RESULTS.md): c1 dX 15.0 -> 12.8 ms, b and c2 6% faster, d, e1, f 3%.
-  constexpr int kLines = MP * NB * kRows;
-  const int steps = f.taps * chunks;  // at most: the taps in the padding are skipped
-  const int per_step = (kLines + steps - 1) / steps;
+  // An output not 64-byte aligned (a caller's buffer 16 bytes into a line, as numpy's often
+  // are) puts each 64-byte row across two lines, and both are fetched: with the first only, g
+  // dX bf16 ran 10-16 ms by where its buffer started against 8.0 aligned; with both, 8.0 at
+  // every address (bench/RESULTS.md, eighth session).
+  bool split = false;
+  for (int k = 0; k < 4; ++k) split |= (reinterpret_cast<uintptr_t>(dst[k]) & 63) != 0;
+  const int span_bits = split ? 1 : 0, lines = (MP * NB * kRows) << span_bits;
+  int live_rows = 0, w_taps = 0;
+  for (int kd = 0; kd < g.Kd; ++kd)
+    for (int kh = 0; kh < g.Kh; ++kh) live_rows += row_of(kd, kh) >= 0;
+  for (int kw = 0; kw < g.Kw; ++kw) w_taps += w_tap(kw);
+  const int steps = std::max(1, live_rows * w_taps * chunks);
+  const int per_step = (lines + steps - 1) / steps;
   int line = 0;
   auto prefetch = [&] {
-    for (int e = line + per_step; line < e && line < kLines; ++line) {
-      const int k = NB == 2 ? line / kRows : (line / kRows) * 2;
-      _m_prefetchw(reinterpret_cast<char*>(dst[k]) + (line % kRows) * dst_stride[k]);
+    for (int e = line + per_step; line < e && line < lines; ++line) {
+      const int row = line >> span_bits, k = NB == 2 ? row / kRows : (row / kRows) * 2;
+      _m_prefetchw(reinterpret_cast<char*>(dst[k]) + (row % kRows) * dst_stride[k] + (line & span_bits) * 63);
     }
   };
-  for (int kd = 0; kd < f.g->Kd; ++kd) {
-    for (int kh = 0; kh < f.g->Kh; ++kh) {
-      const int r = h + f.g->pt - kh * f.g->dh - f.oh0;
-      if (!f.live[kd * f.rows + r]) continue;  // dy is 0 on the whole row
+  for (int kd = 0; kd < g.Kd; ++kd) {
+    for (int kh = 0; kh < g.Kh; ++kh) {
+      const int r = row_of(kd, kh);
+      if (r < 0) continue;
       const uint8_t* row = dyg + kd * f.kd + r * f.row;
-      for (int kw = 0; kw < f.g->Kw; ++kw) {
-        const uint8_t* a0 = row + (w + f.g->pl - kw * f.g->dw - f.pw0) * f.pos;
-        const uint8_t* a1 = a0 + kRows * f.pos;
-        const int tap = (kd * f.g->Kh + kh) * f.g->Kw + kw;
+      for (int kw = 0; kw < g.Kw; ++kw) {
+        if (!w_tap(kw)) continue;
+        const uint8_t* a0 = row + ((w + g.pl - kw * g.dw) / g.sw - f.pw0) * f.pos;
+        const uint8_t* a1 = a0 + second * f.pos;
+        const int tap = (kd * g.Kh + kh) * g.Kw + kw;
         const uint8_t* b0 =
             f.wt + (int64_t((c1 * f.taps + tap) * half) - f.wt_rowmin) * f.wt_row;
         const uint8_t* b1 = b0 + int64_t(f.taps) * half * f.wt_row;
@@ -156,24 +179,52 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
       dyb->dim[0].extent != 16 || g.kk < 2 || g.kk % 2 != 0 || g.kk > 32 || g.cout_g % g.kk != 0)
     return -1;
   const View6 dy = view(dyb);
+  const bool strided = g.sd > 1 || g.sh > 1 || g.sw > 1;
+  if (g.sd < 1 || g.sh < 1 || g.sw < 1) return -1;
   // The sums' rows back to back (each row's 16-position tiles end where the next row's start):
   // a tile reaching past its row's end is stored straight into the output where what it spills
-  // is the call's later rows, which are computed after it (and overwrite the spill).
-  const bool rows_abut = o[2].stride == int64_t(wr.size()) * o[1].stride;
+  // is the call's later rows, which are computed after it (and overwrite the spill). Strided,
+  // a tile's positions are a phase's, sw apart, and its spill would land on other phases.
+  const bool rows_abut = !strided && o[2].stride == int64_t(wr.size()) * o[1].stride;
   // Pointwise along h and w, whole rows back to back in dy and in the sums: the call's rows are
   // one row of hr.size() x W positions, so only the call's last tile is ragged and none is
   // padded (d_i3d: 28 positions a row in two tiles of 16).
   const bool flat = tbex::amx_dx_flat_rows(g.Kh, g.Kw, g.pt, g.pl, wr.size(), g.Wo, hr.size()) &&
                     wr.lo == 0 && dy.h == g.Wo * dy.w && rows_abut;
   const Range hc = flat ? Range{hr.lo, hr.lo} : hr;  // the rows the loops walk
-  const int W = flat ? wr.size() * hr.size() : wr.size(), w0 = wr.lo, tiles = (W + kRows - 1) / kRows;
+  const int W = flat ? wr.size() * hr.size() : wr.size(), w0 = wr.lo;
   const int Wo = flat ? (g.Ho - hr.lo) * g.Wo : g.Wo;  // dy positions a staged row may read
   const int g_lo = cr.lo / g.cin1_g, groups = cr.hi / g.cin1_g - g_lo + 1, chunks = g.cout_g / g.kk;
-  // Staged dy per (batch, depth): the positions and rows the call's tiles and taps reach.
+  // The stride phases along w (one without a stride): phase j holds positions w0 + j + k*sw,
+  // k < count, walked in tiles of 16.
+  struct Phase {
+    int count, tiles;
+  };
+  std::vector<Phase> phases;
+  for (int j = 0; j < std::min(g.sw, W); ++j) {
+    const int count = (W - j + g.sw - 1) / g.sw;
+    phases.push_back({count, (count + kRows - 1) / kRows});
+  }
+  // Staged dy per (batch, depth): the positions and rows the call's tiles and taps reach (of
+  // each phase, its own taps only).
   Frame f;
-  f.pw0 = w0 + g.pl - (g.Kw - 1) * g.dw, f.oh0 = hc.lo + g.pt - (g.Kh - 1) * g.dh;
-  f.rows = hc.size() + (g.Kh - 1) * g.dh;
-  const int positions = tiles * kRows + (g.Kw - 1) * g.dw;
+  int pw_lo = INT32_MAX, pw_hi = INT32_MIN;
+  for (int j = 0; j < (int)phases.size(); ++j)
+    for (int kw = 0; kw < g.Kw; ++kw) {
+      const int t = w0 + j + g.pl - kw * g.dw;
+      if (t % g.sw != 0) continue;
+      pw_lo = std::min(pw_lo, t / g.sw), pw_hi = std::max(pw_hi, t / g.sw + phases[j].tiles * kRows);
+    }
+  int oh_lo = INT32_MAX, oh_hi = INT32_MIN;
+  for (int h = hc.lo; h <= hc.hi; ++h)
+    for (int kh = 0; kh < g.Kh; ++kh) {
+      const int t = h + g.pt - kh * g.dh;
+      if (t % g.sh == 0) oh_lo = std::min(oh_lo, t / g.sh), oh_hi = std::max(oh_hi, t / g.sh);
+    }
+  if (pw_lo > pw_hi) pw_lo = 0, pw_hi = 1;  // no tap reaches dy: one zero position, never read
+  if (oh_lo > oh_hi) oh_lo = oh_hi = 0;     // no row reaches dy: one row, never staged
+  f.pw0 = pw_lo, f.oh0 = oh_lo, f.rows = oh_hi - oh_lo + 1;
+  const int positions = pw_hi - pw_lo;
   // A position's kk channels (2*kk bytes) padded to a divisor of 64 bytes, so no tile row
   // straddles two lines (kk 24: 48 bytes padded to 64).
   f.pos = staged_position_bytes(g.kk);
@@ -184,7 +235,10 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   f.dy = staged.p;
   std::vector<char> needed(f.rows, 0), live(size_t(g.Kd) * f.rows, 0);  // dilations skip rows
   for (int h = hc.lo; h <= hc.hi; ++h)
-    for (int kh = 0; kh < g.Kh; ++kh) needed[h + g.pt - kh * g.dh - f.oh0] = 1;
+    for (int kh = 0; kh < g.Kh; ++kh) {
+      const int t = h + g.pt - kh * g.dh;
+      if (t % g.sh == 0) needed[t / g.sh - f.oh0] = 1;
+    }
   f.live = live.data();
   f.wt = wt->host;
   f.wt_row = int64_t(wt->dim[2].stride) * 2;
@@ -194,7 +248,8 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   constexpr int kTile = kRows * 16;  // floats of one accumulator tile
   alignas(64) float sums[4 * kTile];
   auto* base = reinterpret_cast<float*>(out->host);
-  // The output of 16 positions from wi, block c1, row (h, d, b): 16 rows o[1].stride apart.
+  // The output of 16 positions from wi, block c1, row (h, d, b): 16 rows sw * o[1].stride apart.
+  const int64_t tile_row = int64_t(g.sw) * o[1].stride;
   auto at = [&](int wi, int c1, int h, int d, int b) {
     return base + int64_t(wi - w0) * o[1].stride + int64_t(h - hr.lo) * o[2].stride +
            int64_t(c1 - cr.lo) * o[3].stride + int64_t(d - dr.lo) * o[4].stride +
@@ -226,11 +281,11 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   for (int b = br.lo; b <= br.hi; ++b)
     for (int d = dr.lo; d <= dr.hi; ++d) {
       for (int kd = 0; kd < g.Kd; ++kd) {
-        const int od = d + g.pf - kd * g.dd;
+        const int td = d + g.pf - kd * g.dd, od = td / g.sd;
         for (int r = 0; r < f.rows; ++r) {
           const int oh = f.oh0 + r;
           char& l = live[size_t(kd) * f.rows + r];
-          l = needed[r] && od >= 0 && od < g.Do && oh >= 0 && oh < g.Ho;
+          l = needed[r] && td % g.sd == 0 && od >= 0 && od < g.Do && oh >= 0 && oh < g.Ho;
           if (l)
             stage_row(staged.p + kd * f.kd + r * f.row, {f.pos, f.chunk, f.group, f.pw0}, dy, g.cout_g, g.kk,
                       g.Co1, g_lo, groups, oh, od, b, positions, Wo);
@@ -238,32 +293,44 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
       }
       for (const auto& [h, c1, nb] : visits) {
         const int gl = c1 / g.cin1_g - g_lo;
-        for (int t = 0; t < tiles; t += 2) {
-          const int mp = std::min(2, tiles - t), w = w0 + t * kRows;
-          // A tile is stored straight into the output when it ends in its row or spills into
-          // the call's later rows (rows_abut); else (past the call's last row) into `sums`,
-          // its valid rows copied out after: a vector reload waits for the tile store.
-          float* dst[4] = {sums, sums + kTile, sums + 2 * kTile, sums + 3 * kTile};
-          int64_t stride[4] = {64, 64, 64, 64};
-          for (int i = 0; i < mp; ++i)
-            for (int j = 0; j < nb; ++j) {
-              const int wi = w + i * kRows;
-              const bool fits = w0 + W - wi >= kRows ||
-                                (rows_abut && int64_t(hc.hi - h + 1) * W - (wi - w0) >= kRows);
-              if (fits) dst[i * 2 + j] = at(wi, c1 + j, h, d, b), stride[i * 2 + j] = int64_t(o[1].stride) * 4;
-            }
-          if (mp == 2 && nb == 2) block<T, 2, 2>(f, w, h, gl, c1, dst, stride);
-          else if (mp == 2) block<T, 2, 1>(f, w, h, gl, c1, dst, stride);
-          else if (nb == 2) block<T, 1, 2>(f, w, h, gl, c1, dst, stride);
-          else block<T, 1, 1>(f, w, h, gl, c1, dst, stride);
-          for (int i = 0; i < mp; ++i)
-            for (int j = 0; j < nb; ++j) {
-              const float* s = sums + (i * 2 + j) * kTile;
-              if (dst[i * 2 + j] != s) continue;  // stored in place
-              const int wi = w + i * kRows, n = w0 + W - wi;
-              float* o_ij = at(wi, c1 + j, h, d, b);
-              for (int r = 0; r < n; ++r) std::memcpy(o_ij + int64_t(r) * o[1].stride, s + r * 16, 64);
-            }
+        for (int j = 0; j < (int)phases.size(); ++j) {
+          const auto [count, tiles] = phases[j];
+          // A phase of 16 positions or more ends in a whole tile, shifted back to end at its
+          // last position (positions computed twice, stored twice with the same bits), so every
+          // tile is stored straight into the output. (Through `sums` and copied out, g dX bf16's
+          // ragged tiles of 12 cost 1 / 0.825 of the time: a vector reload waits for the tile
+          // store.)
+          auto first = [&, count = count](int t) {
+            return count >= kRows ? std::min(t * kRows, count - kRows) : t * kRows;
+          };
+          for (int t = 0; t < tiles; t += 2) {
+            const int mp = std::min(2, tiles - t), w = w0 + j + first(t) * g.sw;
+            const int second = mp == 2 ? first(t + 1) - first(t) : kRows;
+            // A tile is stored straight into the output when it ends in its row or (a row
+            // shorter than a tile) spills into the call's later rows (rows_abut); else into
+            // `sums`, its valid rows copied out after.
+            float* dst[4] = {sums, sums + kTile, sums + 2 * kTile, sums + 3 * kTile};
+            int64_t stride[4] = {64, 64, 64, 64};
+            for (int i = 0; i < mp; ++i)
+              for (int jb = 0; jb < nb; ++jb) {
+                const int k0 = first(t + i), wi = w0 + j + k0 * g.sw;
+                const bool fits = count - k0 >= kRows ||
+                                  (rows_abut && int64_t(hc.hi - h + 1) * W - (wi - w0) >= kRows);
+                if (fits) dst[i * 2 + jb] = at(wi, c1 + jb, h, d, b), stride[i * 2 + jb] = tile_row * 4;
+              }
+            if (mp == 2 && nb == 2) block<T, 2, 2>(f, w, second, h, gl, c1, dst, stride);
+            else if (mp == 2) block<T, 2, 1>(f, w, second, h, gl, c1, dst, stride);
+            else if (nb == 2) block<T, 1, 2>(f, w, second, h, gl, c1, dst, stride);
+            else block<T, 1, 1>(f, w, second, h, gl, c1, dst, stride);
+            for (int i = 0; i < mp; ++i)
+              for (int jb = 0; jb < nb; ++jb) {
+                const float* s = sums + (i * 2 + jb) * kTile;
+                if (dst[i * 2 + jb] != s) continue;  // stored in place
+                const int k0 = first(t + i), wi = w0 + j + k0 * g.sw;
+                float* o_ij = at(wi, c1 + jb, h, d, b);
+                for (int r = 0; r < count - k0; ++r) std::memcpy(o_ij + r * tile_row, s + r * 16, 64);
+              }
+          }
         }
       }
     }
@@ -274,8 +341,9 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
 }  // namespace
 
 #define TBEX_AMX_DX_GEOMETRY                                                                \
-  Geometry{out_d, out_h, out_w, out_c1, kd_extent, kh_extent, kw_extent, dil_d, dil_h, dil_w, \
-           pad_d, pad_h, pad_w, cin1_g, cout_g, kk}
+  Geometry{out_d,    out_h,    out_w,  out_c1, kd_extent, kh_extent, kw_extent,              \
+           stride_d, stride_h, stride_w, dil_d,  dil_h,     dil_w,     pad_d,     pad_h, pad_w, \
+           cin1_g,   cout_g,   kk}
 
 extern "C" int tbex_amx_dx(TBEX_AMX_DX_ARGS) {
   return amx_dx<AmxTiles>(dy, wt, TBEX_AMX_DX_GEOMETRY, out);

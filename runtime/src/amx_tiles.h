@@ -14,7 +14,7 @@ namespace tbex::amx {
 
 constexpr int kRows = 16;  // rows of an accumulator and of a first operand (a whole tile register)
 
-#define TBEX_AMX __attribute__((target("amx-tile,amx-bf16")))
+#define TBEX_AMX __attribute__((target("amx-tile,amx-bf16,prfchw")))
 
 /** The 64-byte tile configuration (palette 1): tiles 0-3 accumulators (rows x 16 fp32), 4-5 the
  * first operands (rows x kk bf16), 6-7 the second (kk/2 rows of 16 bf16 pairs); rows 16 but

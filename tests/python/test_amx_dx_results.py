@@ -20,7 +20,14 @@ BLOCKS = O.Geometry(1, 48, 32, (7, 6, 21), (3, 3, 3), pads=(1, 1, 1, 1, 1, 1), n
 DILATED = O.Geometry(2, 32, 64, (6, 4, 18), (3, 2, 3), dilations=(2, 1, 1), pads=(2, 2, 1, 0, 1, 1),
                      name="dilated_d")
 
-CASES = [("dx_amx_cols", STEM), ("dx_amx_blocked", BLOCKS), ("dx_amx_blocked", DILATED)]
+# Stride 2 along every dim over odd extents: the blocked kernel's tiles are 16 positions of one
+# stride phase (phases of 19 and 18 along w: a whole tile and one shifted back over it), each
+# walking its phase's taps.
+STRIDED = O.Geometry(2, 32, 48, (5, 7, 37), (3, 3, 3), strides=(2, 2, 2), pads=(1, 1, 1, 1, 1, 1),
+                     name="strided")
+
+CASES = [("dx_amx_cols", STEM), ("dx_amx_blocked", BLOCKS), ("dx_amx_blocked", DILATED),
+         ("dx_amx_blocked", STRIDED)]
 
 
 def _skip_unless_ranked(geo, schedule):
@@ -47,3 +54,26 @@ def test_amx_dx_results(schedule, geo, res_dtype, bias_dtype):
     O.check_dx(raws[0], O.ref_dx(w, dy, geo, bias=bias), geo, res_dtype,
                what="%s dX %s %s bias %s" % (geo.name, schedule, res_dtype, bias_dtype))
     np.testing.assert_array_equal(raws[1], raws[0], err_msg="2 threads against 1")
+
+
+def test_blocked_output_at_any_alignment_gives_the_same_bits():
+    # The kernel fetches a misaligned output's rows line by line for writing (both lines of a
+    # 64-byte row 16 bytes into a line): the sums must not depend on where the caller's buffer
+    # starts.
+    _skip_unless_ranked(STRIDED, "dx_amx_blocked")
+    from tbex import dsl, layout
+    rng = np.random.default_rng(5)
+    w = O.random_data(rng, STRIDED.w_shape, "bfloat16")
+    dy = O.random_data(rng, STRIDED.dy_shape, "bfloat16")
+    tensors, res, args = O.dx_tensors(STRIDED, w, dy, "bfloat16", {"res_dtype": "float32"}, None,
+                                      "float32")
+    kernel = dsl.build(dsl.auto_schedule(res, schedule="dx_amx_blocked"),
+                       {"name": "dx_align", "tensor_list": tensors + [res]})
+    returned = kernel(*args)
+    assert returned.ctypes.data % layout.LINE_BYTES == 0
+    for offset in (16, 32, 48):
+        raw = layout.empty(returned.size * 4 + 64, np.uint8)
+        out = raw[offset:offset + returned.size * 4].view(np.float32).reshape(returned.shape)
+        assert out.ctypes.data % 64 == offset
+        kernel(*args, out=out)
+        np.testing.assert_array_equal(out, returned, err_msg="output %d bytes into a line" % offset)

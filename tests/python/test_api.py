@@ -403,3 +403,26 @@ def test_layout_spec_examples():
     assert tuple(layout.shape_fz3d((512, 512, 3, 3, 3), 1)) == (864, 32, 16, 16)
     assert tuple(layout.shape_fz3d((320, 1, 1, 2, 2), 320)) == (80, 1, 16, 16)
     assert tuple(layout.shape_6hd((2, 17, 3, 4, 5))) == (2, 3, 2, 4, 5, 16)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", np.uint8])
+@pytest.mark.parametrize("shape", [(3, 5), (1,), (2, 0, 4), 7])
+def test_layout_empty_starts_on_a_line(shape, dtype):
+    a = layout.empty(shape, dtype)
+    want = tuple(shape) if isinstance(shape, tuple) else (shape,)
+    assert a.shape == want and a.flags.c_contiguous and a.flags.writeable
+    assert a.dtype.name == (dtype if isinstance(dtype, str) else np.dtype(dtype).name)
+    if a.size:  # (numpy gives an empty array a pointer of its own)
+        assert a.ctypes.data % layout.LINE_BYTES == 0
+    a[...] = 1  # the whole array is writable memory of its own
+    assert a.sum() == a.size
+
+
+def test_outputs_tbex_allocates_start_on_a_line():
+    geo = O.Geometry(1, 16, 16, (2, 3, 5), (1, 1, 1), name="tiny")
+    rng = np.random.default_rng(3)
+    w = O.random_data(rng, geo.w_shape, "float32")
+    dy = O.random_data(rng, geo.dy_shape, "float32")
+    for _ in range(4):  # numpy's own buffers start 16 bytes into a line about every other time
+        out = O.run_dx(geo, w, dy, "float32", res_dtype="float32")
+        assert out.ctypes.data % layout.LINE_BYTES == 0

@@ -157,6 +157,13 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     ext.define_extern(fn, args, Float(32), {c0, w, h, c1, d, b}, NameMangling::C);
     if (in_place) constrain_shape(ext.output_buffer(), p.x_shape());
   };
+  // The output stage over an extern stage's sums in the output's frame: bias, cast.
+  auto output_of = [&](Func ext) {
+    Func out("out");
+    out(c0, w, h, c1, d, b) = result(ext(c0, w, h, c1, d, b));
+    constrain_shape(out.output_buffer(), p.x_shape());
+    return out;
+  };
   // The output stages over an accumulator: bias, cast, back from the phase frame.
   auto tail = [&](Func acc, Func dxp, Func out) {
     dxp(c0, qw, pw, qh, ph, qd, pd, c1, b) = result(acc(c0, qw, pw, qh, ph, qd, pd, c1, b));
@@ -257,23 +264,17 @@ DxAlgorithm define_backprop_input(const Problem& p) {
 
     // Blocked tile form: the same sums (over k and the taps) from tbex_amx_dx, which reads dy
     // as the caller holds it (staging the rows each call reaches itself) and the weights as
-    // wzk's rows.
+    // wzk's rows, in the output's own frame (strides and all).
     a.blocked = dx_blocks(p);
     if (a.blocked) {
       a.kk = dx_k_step(p);
       const std::vector<ExternFuncArgument> args = {
-          a.dy.parameter(), a.wzk, Expr(Do), Expr(Ho), Expr(Wo), Expr(Co1), Expr(Kd), Expr(Kh),
-          Expr(Kw), Expr(dd), Expr(dh), Expr(dw), Expr(pf), Expr(pt), Expr(pl), Expr(cin1_g),
-          Expr(cout_g), Expr(a.kk)};
+          a.dy.parameter(), a.wzk,    Expr(Do), Expr(Ho), Expr(Wo), Expr(Co1), Expr(Kd),
+          Expr(Kh),         Expr(Kw), Expr(sd), Expr(sh), Expr(sw), Expr(dd),  Expr(dh),
+          Expr(dw),         Expr(pf), Expr(pt), Expr(pl), Expr(cin1_g), Expr(cout_g), Expr(a.kk)};
       a.blocks_out = dx_blocks_out(p);
       extern_sums(a.ext, "tbex_amx_dx", args, a.blocks_out);
-      if (a.blocks_out) {
-        a.outb = a.ext;
-      } else {
-        a.accb(c0, qw, pw, qh, ph, qd, pd, c1, b) = a.ext(c0, qw, qh, c1, qd, b);
-        a.outb = Func("out");
-        tail(a.accb, a.dxpb, a.outb);
-      }
+      a.outb = a.blocks_out ? a.ext : output_of(a.ext);
     }
 
     // Tap column form: dX in the output's frame from tbex_amx_dx_cols, its weights as rows of
@@ -294,13 +295,7 @@ DxAlgorithm define_backprop_input(const Problem& p) {
           Expr(pt), Expr(pl), Expr(cout_g), Expr(dx_k_step(p)), Expr(lanes)};
       a.cols_out = dx_blocks_out(p);
       extern_sums(a.extc, "tbex_amx_dx_cols", args, a.cols_out);
-      if (a.cols_out) {
-        a.outc = a.extc;
-      } else {
-        a.outc = Func("out");
-        a.outc(c0, w, h, c1, d, b) = result(a.extc(c0, w, h, c1, d, b));
-        constrain_shape(a.outc.output_buffer(), p.x_shape());
-      }
+      a.outc = a.cols_out ? a.extc : output_of(a.extc);
     }
   }
   return a;

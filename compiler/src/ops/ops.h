@@ -209,18 +209,17 @@ struct DxAlgorithm {
   Halide::RDom rt;            ///< (k, jw, jh, jd), the taps of the phase, predicated like r
   void use_tiles() { dxp = dxpt, out = outt; }
 
-  /** Blocked tile form, defined when `blocked` (dx_blocks: the pair form, unstrided): acc's
-   * sums computed by tbex_amx_dx (tbex/amx_dx.h: 2 x 2 blocks of AMX tiles, a Halide extern
-   * stage) from dy as the caller holds it and wzk. A schedule that uses it calls use_blocks():
-   * dxp and out then read accb. */
+  /** Blocked tile form, defined when `blocked` (dx_blocks: the pair form): acc's sums computed
+   * by tbex_amx_dx (tbex/amx_dx.h: 2 x 2 blocks of AMX tiles, a Halide extern stage) from dy as
+   * the caller holds it and wzk, in the output's own frame (each stride phase's taps walked by
+   * the kernel). A schedule that uses it calls use_blocks(): out then reads ext (bias, cast), or
+   * is ext (blocks_out). */
   bool blocked = false;
   int kk = 2;                 ///< output channels per tile multiply (dx_k_step)
   Halide::Func ext{"ext"};    ///< (c0, w, h, c1, d, b) fp32 sums: the extern stage
   bool blocks_out = false;    ///< ext is the output itself (fp32, no bias: nothing to add or cast)
-  Halide::Func accb{"accb"};  ///< same dims as acc, reading ext
-  Halide::Func dxpb{"dxpb"};  ///< dxp reading accb
-  Halide::Func outb;          ///< out reading dxpb (named "out" too)
-  void use_blocks() { dxp = dxpb, out = outb; }
+  Halide::Func outb;          ///< out: ext with the bias added and cast (named "out" too)
+  void use_blocks() { out = outb; }
 
   /** Tap column form, defined when `cols` (dx_cols: the pair form, one real group of one input
    * block with at most 8 valid lanes): dX computed by tbex_amx_dx_cols (tbex/amx_dx_cols.h: AMX
@@ -419,12 +418,9 @@ inline int dw_k_step(const Problem& p) {
   return 2;
 }
 
-/** Whether dX has its blocked tile form for `p` (DxAlgorithm::blocked): the pair form without a
- * stride (tbex_amx_dx walks every tap of every position). */
-inline bool dx_blocks(const Problem& p) {
-  const ConvGeometry& g = p.geo;
-  return bf16_pairs(p) && g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
-}
+/** Whether dX has its blocked tile form for `p` (DxAlgorithm::blocked): the pair form
+ * (tbex_amx_dx walks each stride phase's taps). */
+inline bool dx_blocks(const Problem& p) { return bf16_pairs(p); }
 
 /** Whether dX has its tap column form for `p` (DxAlgorithm::cols): the pair form, one real group
  * of one input block with at most 8 valid lanes, whose Kw taps' columns fill at most two tiles. */
