@@ -87,33 +87,23 @@ RVar scatter_tiles(ops::DxAlgorithm& a, int qt, int ct) {
   return rwo;
 }
 
-namespace {
-/** dW's reduction split into `parts`: over batch when it has enough entries (or more than
- * depth), else depth; `per` entries of that extent a part. */
-struct DwSplit {
-  bool by_batch;
-  int64_t extent, per;
-};
-DwSplit dw_split(const Problem& p, int parts) {
-  const bool by_batch = p.geo.n >= parts || p.geo.n >= p.geo.out[0];
-  const int64_t extent = by_batch ? p.geo.n : p.geo.out[0];
-  return {by_batch, extent, (extent + parts - 1) / std::max(1, parts)};
-}
-}  // namespace
-
 ops::ReductionParts dw_reduction_parts(const Problem& p, int parts) {
   ops::ReductionParts r;
   if (parts < 2) return r;
-  const DwSplit s = dw_split(p, parts);
-  r.by_batch = s.by_batch, r.per = (int)s.per, r.count = (int)((s.extent + s.per - 1) / s.per);
+  // Over batch when it has enough entries (or more than depth), else depth; `per` entries of
+  // that extent a part.
+  r.by_batch = p.geo.n >= parts || p.geo.n >= p.geo.out[0];
+  const int64_t extent = r.by_batch ? p.geo.n : p.geo.out[0];
+  r.per = (int)((extent + parts - 1) / parts);
+  r.count = (int)((extent + r.per - 1) / r.per);
   return r;
 }
 
 int dw_parts(const Problem& p, int want) { return dw_reduction_parts(p, want).count; }
 
 int64_t dw_depth_extent(const Problem& p, int parts) {
-  const DwSplit s = dw_split(p, parts);
-  return parts > 1 && !s.by_batch ? s.per : p.geo.out[0];
+  const ops::ReductionParts r = dw_reduction_parts(p, parts);
+  return r.count > 1 && !r.by_batch ? r.per : p.geo.out[0];
 }
 
 int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
@@ -132,9 +122,9 @@ DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int pa
   red.body = acc;
   if (parts > 1) {
     RVar so("so"), si("si");
-    const DwSplit s = dw_split(p, parts);
+    const ops::ReductionParts s = dw_reduction_parts(p, parts);
     red.body = acc.update()
-                   .split(s.by_batch ? r[3] : r[2], so, si, (int)s.per, TailStrategy::GuardWithIf)
+                   .split(s.by_batch ? r[3] : r[2], so, si, s.per, TailStrategy::GuardWithIf)
                    .rfactor(so, red.part);
     (s.by_batch ? red.outer : red.mid) = si;
   }

@@ -48,6 +48,10 @@ struct Geometry {
   int Do, Ho, Wo, Co1, Kd, Kh, Kw, sd, sh, sw, dd, dh, dw, pf, pt, pl, cin1_g, cout_g, kk;
 };
 
+/** The fewest steps (tile multiplies of one channel chunk and tap) of a block that fetches its
+ * output lines for writing (see block). */
+constexpr int kMinPrefetchSteps = 4;
+
 /** Weight bytes of a visit's blocks (2 x 1 KB a tap and chunk of 32 channels) up to which
  * the kernel walks the rows inside the blocks (the weights stay in L1 across rows). */
 constexpr int64_t kL1Weights = 24 * 1024;
@@ -100,14 +104,18 @@ TBEX_AMX void block(const Frame& f, int w, int second, int h, int gl, int c1, fl
   // are) puts each 64-byte row across two lines, and both are fetched: with the first only, g
   // dX bf16 ran 10-16 ms by where its buffer started against 8.0 aligned; with both, 8.0 at
   // every address (bench/RESULTS.md, eighth session).
+  // A block of fewer than kMinPrefetchSteps steps fetches nothing: the fetches' address
+  // arithmetic (64 lines in 2 steps) costs more than they save (d_i3d's visits of 2 steps ran
+  // 0.84x as long without them, at 1 and 2 threads; g's of 4-32 steps 1.27x as long).
   bool split = false;
   for (int k = 0; k < 4; ++k) split |= (reinterpret_cast<uintptr_t>(dst[k]) & 63) != 0;
-  const int span_bits = split ? 1 : 0, lines = (MP * NB * kRows) << span_bits;
   int live_rows = 0, w_taps = 0;
   for (int kd = 0; kd < g.Kd; ++kd)
     for (int kh = 0; kh < g.Kh; ++kh) live_rows += row_of(kd, kh) >= 0;
   for (int kw = 0; kw < g.Kw; ++kw) w_taps += w_tap(kw);
   const int steps = std::max(1, live_rows * w_taps * chunks);
+  const int span_bits = split ? 1 : 0;
+  const int lines = steps < kMinPrefetchSteps ? 0 : (MP * NB * kRows) << span_bits;
   const int per_step = (lines + steps - 1) / steps;
   int line = 0;
   auto prefetch = [&] {
