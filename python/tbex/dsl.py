@@ -44,20 +44,13 @@ def _para_dict(para_dict) -> dict:
     return dict(para_dict)
 
 
-def numpy_dtype(dtype: str):
-    if dtype == "bfloat16":
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(dtype)
-
-
 def _result(problem, inputs, name, op) -> Tensor:
     return Tensor(problem.output_shape, problem.res_dtype, name, op=op, inputs=inputs, problem=problem)
 
 
 def _eager(problem, inputs):
     kernel = _C.compile(problem)
-    out = layout.empty(problem.output_shape, numpy_dtype(problem.res_dtype))
+    out = layout.empty(problem.output_shape, problem.res_dtype)
     kernel.run(list(inputs), out)
     return out
 
@@ -193,7 +186,7 @@ class Kernel:
         for call_pos, prob_pos in enumerate(self._order):
             inputs[prob_pos] = arrays[call_pos]
         if out is None:
-            out = layout.empty(self.res.shape, numpy_dtype(self.res.dtype))
+            out = layout.empty(self.res.shape, self.res.dtype)
         self._native.run(inputs, out)
         return out
 

@@ -56,13 +56,33 @@ constexpr int kMinPrefetchSteps = 4;
  * the kernel walks the rows inside the blocks (the weights stay in L1 across rows). */
 constexpr int64_t kL1Weights = 24 * 1024;
 
+/** Of a dX position t + pad (its index plus the head pad, less the tap's reach k*dil), the dy
+ * index its tap reads along a dim of stride s: whether the tap is one of the position's stride
+ * phase (t divisible by s), and then t / s in `o`. */
+inline bool phase_tap(int t, int s, int* o) {
+  if (t % s != 0) return false;
+  *o = t / s;
+  return true;
+}
+
+/** A (kd, kh) tap of a row of positions whose dy row is staged: the tap's index kd*Kh + kh and
+ * the row's byte offset in the staged dy of a group. */
+struct RowTap {
+  int kdh;
+  int64_t off;
+};
+/** A kw tap of a stride phase along w: the staged position its tile starting at the phase's
+ * first position reads (later tiles add their first position's phase index). */
+struct WTap {
+  int kw, q;
+};
+
 /** Where a block finds its operands: the call's staged dy for one (batch, depth), and the
  * weights. */
 struct Frame {
   const uint8_t* dy;        // staged: [group][kd][row][chunk][position], kk channels a position
   int64_t pos, chunk, row, kd, group;  // byte strides
   int pw0, oh0, rows;       // the first staged position and row; rows per kd
-  const char* live;         // [kd][row]: staged (inside the volume along d and h)
   const uint8_t* wt;        // wt(0, 0, rowmin)
   int64_t wt_row;           // byte stride of a row
   int32_t wt_rowmin;
@@ -70,15 +90,16 @@ struct Frame {
   int taps;
 };
 
-/** One block: MP position tiles (the first from position w, each 16 positions of w's stride
- * phase: w, w + sw, ...) x NB input blocks (from c1, real group gl of the call), every live tap
- * of the phase and channel chunk of row h. Within a phase the taps read consecutive dy positions
- * (w + k*sw reads dy (w + pl - kw*dw) / sw + k), so a tile is one staged run as without a
- * stride. Accumulator (i, j) is tile i*2 + j, stored at dst[i*2 + j] as 16 rows (positions) of
- * 16 lanes, dst_stride[i*2 + j] bytes apart. */
+/** One block: MP position tiles of one stride phase along w (the first from the phase's
+ * position k0, the second `second` positions later; 16 positions each, sw apart in dX) x NB
+ * input blocks (from c1, real group gl of the call), over the row's live (kd, kh) taps `rows`
+ * and the phase's kw taps `ws`, and every channel chunk. Within a phase the taps read
+ * consecutive dy positions, so a tile is one staged run as without a stride. Accumulator (i, j)
+ * is tile i*2 + j, stored at dst[i*2 + j] as 16 rows (positions) of 16 lanes, dst_stride[i*2 +
+ * j] bytes apart. */
 template <class T, int MP, int NB>
-TBEX_AMX void block(const Frame& f, int w, int second, int h, int gl, int c1, float* const* dst,
-                    const int64_t* dst_stride) {
+TBEX_AMX void block(const Frame& f, const std::vector<RowTap>& rows, const std::vector<WTap>& ws,
+                    int k0, int second, int gl, int c1, float* const* dst, const int64_t* dst_stride) {
   T::template zero<0>();
   if constexpr (NB > 1) T::template zero<1>();
   if constexpr (MP > 1) T::template zero<2>();
@@ -86,15 +107,6 @@ TBEX_AMX void block(const Frame& f, int w, int second, int h, int gl, int c1, fl
   const Geometry& g = *f.g;
   const int chunks = g.cout_g / g.kk, half = g.cout_g / 2, pair_rows = g.kk / 2;
   const uint8_t* dyg = f.dy + gl * f.group;
-  // The staged row of tap (kd, kh) (-1: none: not the phase's tap, or dy 0 on the whole row) and
-  // whether kw is a tap of w's phase.
-  auto row_of = [&](int kd, int kh) {
-    const int t = h + g.pt - kh * g.dh;
-    if (t % g.sh != 0) return -1;
-    const int r = t / g.sh - f.oh0;
-    return f.live[kd * f.rows + r] ? r : -1;
-  };
-  auto w_tap = [&](int kw) { return (w + g.pl - kw * g.dw) % g.sw == 0; };
   // The accumulators' destination lines (MP x NB tiles of 16) fetched for writing while the
   // tiles multiply, spread over the block's steps, so that the stores at its end find them in
   // L1: a tile store into lines not owned waits for each one (an output of 33 MB, c1's, lives
@@ -109,11 +121,7 @@ TBEX_AMX void block(const Frame& f, int w, int second, int h, int gl, int c1, fl
   // 0.84x as long without them, at 1 and 2 threads; g's of 4-32 steps 1.27x as long).
   bool split = false;
   for (int k = 0; k < 4; ++k) split |= (reinterpret_cast<uintptr_t>(dst[k]) & 63) != 0;
-  int live_rows = 0, w_taps = 0;
-  for (int kd = 0; kd < g.Kd; ++kd)
-    for (int kh = 0; kh < g.Kh; ++kh) live_rows += row_of(kd, kh) >= 0;
-  for (int kw = 0; kw < g.Kw; ++kw) w_taps += w_tap(kw);
-  const int steps = std::max(1, live_rows * w_taps * chunks);
+  const int steps = std::max<int>(1, rows.size() * ws.size() * chunks);
   const int span_bits = split ? 1 : 0;
   const int lines = steps < kMinPrefetchSteps ? 0 : (MP * NB * kRows) << span_bits;
   const int per_step = (lines + steps - 1) / steps;
@@ -124,34 +132,29 @@ TBEX_AMX void block(const Frame& f, int w, int second, int h, int gl, int c1, fl
       _m_prefetchw(reinterpret_cast<char*>(dst[k]) + (row % kRows) * dst_stride[k] + (line & span_bits) * 63);
     }
   };
-  for (int kd = 0; kd < g.Kd; ++kd) {
-    for (int kh = 0; kh < g.Kh; ++kh) {
-      const int r = row_of(kd, kh);
-      if (r < 0) continue;
-      const uint8_t* row = dyg + kd * f.kd + r * f.row;
-      for (int kw = 0; kw < g.Kw; ++kw) {
-        if (!w_tap(kw)) continue;
-        const uint8_t* a0 = row + ((w + g.pl - kw * g.dw) / g.sw - f.pw0) * f.pos;
-        const uint8_t* a1 = a0 + second * f.pos;
-        const int tap = (kd * g.Kh + kh) * g.Kw + kw;
-        const uint8_t* b0 =
-            f.wt + (int64_t((c1 * f.taps + tap) * half) - f.wt_rowmin) * f.wt_row;
-        const uint8_t* b1 = b0 + int64_t(f.taps) * half * f.wt_row;
-        for (int kc = 0; kc < chunks; ++kc) {
-          const int64_t ka = kc * f.chunk, kb = int64_t(kc) * pair_rows * f.wt_row;
-          prefetch();
-          T::template load<4>(a0 + ka, f.pos);
-          T::template load<6>(b0 + kb, f.wt_row);
-          T::template multiply<0>();
-          if constexpr (NB > 1) {
-            T::template load<7>(b1 + kb, f.wt_row);
-            T::template multiply<1>();
-          }
-          if constexpr (MP > 1) {
-            T::template load<5>(a1 + ka, f.pos);
-            T::template multiply<2>();
-            if constexpr (NB > 1) T::template multiply<3>();
-          }
+  for (const RowTap& rt : rows) {
+    const uint8_t* row = dyg + rt.off;
+    for (const WTap& wt : ws) {
+      const uint8_t* a0 = row + int64_t(wt.q + k0) * f.pos;
+      const uint8_t* a1 = a0 + second * f.pos;
+      const int tap = rt.kdh * g.Kw + wt.kw;
+      const uint8_t* b0 =
+          f.wt + (int64_t((c1 * f.taps + tap) * half) - f.wt_rowmin) * f.wt_row;
+      const uint8_t* b1 = b0 + int64_t(f.taps) * half * f.wt_row;
+      for (int kc = 0; kc < chunks; ++kc) {
+        const int64_t ka = kc * f.chunk, kb = int64_t(kc) * pair_rows * f.wt_row;
+        prefetch();
+        T::template load<4>(a0 + ka, f.pos);
+        T::template load<6>(b0 + kb, f.wt_row);
+        T::template multiply<0>();
+        if constexpr (NB > 1) {
+          T::template load<7>(b1 + kb, f.wt_row);
+          T::template multiply<1>();
+        }
+        if constexpr (MP > 1) {
+          T::template load<5>(a1 + ka, f.pos);
+          T::template multiply<2>();
+          if constexpr (NB > 1) T::template multiply<3>();
         }
       }
     }
@@ -216,22 +219,23 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   // Staged dy per (batch, depth): the positions and rows the call's tiles and taps reach (of
   // each phase, its own taps only).
   Frame f;
-  int pw_lo = INT32_MAX, pw_hi = INT32_MIN;
+  std::vector<std::vector<WTap>> wtaps(phases.size());  // each phase's kw taps
+  int pw_lo = INT32_MAX, pw_hi = INT32_MIN, q;
   for (int j = 0; j < (int)phases.size(); ++j)
-    for (int kw = 0; kw < g.Kw; ++kw) {
-      const int t = w0 + j + g.pl - kw * g.dw;
-      if (t % g.sw != 0) continue;
-      pw_lo = std::min(pw_lo, t / g.sw), pw_hi = std::max(pw_hi, t / g.sw + phases[j].tiles * kRows);
-    }
+    for (int kw = 0; kw < g.Kw; ++kw)
+      if (phase_tap(w0 + j + g.pl - kw * g.dw, g.sw, &q)) {
+        wtaps[j].push_back({kw, q});
+        pw_lo = std::min(pw_lo, q), pw_hi = std::max(pw_hi, q + phases[j].tiles * kRows);
+      }
   int oh_lo = INT32_MAX, oh_hi = INT32_MIN;
   for (int h = hc.lo; h <= hc.hi; ++h)
-    for (int kh = 0; kh < g.Kh; ++kh) {
-      const int t = h + g.pt - kh * g.dh;
-      if (t % g.sh == 0) oh_lo = std::min(oh_lo, t / g.sh), oh_hi = std::max(oh_hi, t / g.sh);
-    }
+    for (int kh = 0; kh < g.Kh; ++kh)
+      if (phase_tap(h + g.pt - kh * g.dh, g.sh, &q)) oh_lo = std::min(oh_lo, q), oh_hi = std::max(oh_hi, q);
   if (pw_lo > pw_hi) pw_lo = 0, pw_hi = 1;  // no tap reaches dy: one zero position, never read
   if (oh_lo > oh_hi) oh_lo = oh_hi = 0;     // no row reaches dy: one row, never staged
   f.pw0 = pw_lo, f.oh0 = oh_lo, f.rows = oh_hi - oh_lo + 1;
+  for (auto& ws : wtaps)
+    for (WTap& wt : ws) wt.q -= f.pw0;
   const int positions = pw_hi - pw_lo;
   // A position's kk channels (2*kk bytes) padded to a divisor of 64 bytes, so no tile row
   // straddles two lines (kk 24: 48 bytes padded to 64).
@@ -243,11 +247,9 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   f.dy = staged.p;
   std::vector<char> needed(f.rows, 0), live(size_t(g.Kd) * f.rows, 0);  // dilations skip rows
   for (int h = hc.lo; h <= hc.hi; ++h)
-    for (int kh = 0; kh < g.Kh; ++kh) {
-      const int t = h + g.pt - kh * g.dh;
-      if (t % g.sh == 0) needed[t / g.sh - f.oh0] = 1;
-    }
-  f.live = live.data();
+    for (int kh = 0; kh < g.Kh; ++kh)
+      if (phase_tap(h + g.pt - kh * g.dh, g.sh, &q)) needed[q - f.oh0] = 1;
+  std::vector<std::vector<RowTap>> row_taps(hc.size());  // per row: its live (kd, kh) taps
   f.wt = wt->host;
   f.wt_row = int64_t(wt->dim[2].stride) * 2;
   f.wt_rowmin = wt->dim[2].min;
@@ -289,18 +291,28 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
   for (int b = br.lo; b <= br.hi; ++b)
     for (int d = dr.lo; d <= dr.hi; ++d) {
       for (int kd = 0; kd < g.Kd; ++kd) {
-        const int td = d + g.pf - kd * g.dd, od = td / g.sd;
+        int od = -1;
+        const bool tap = phase_tap(d + g.pf - kd * g.dd, g.sd, &od);
         for (int r = 0; r < f.rows; ++r) {
           const int oh = f.oh0 + r;
           char& l = live[size_t(kd) * f.rows + r];
-          l = needed[r] && td % g.sd == 0 && od >= 0 && od < g.Do && oh >= 0 && oh < g.Ho;
+          l = needed[r] && tap && od >= 0 && od < g.Do && oh >= 0 && oh < g.Ho;
           if (l)
             stage_row(staged.p + kd * f.kd + r * f.row, {f.pos, f.chunk, f.group, f.pw0}, dy, g.cout_g, g.kk,
                       g.Co1, g_lo, groups, oh, od, b, positions, Wo);
         }
       }
+      for (int h = hc.lo; h <= hc.hi; ++h) {
+        auto& rt = row_taps[h - hc.lo];
+        rt.clear();
+        for (int kd = 0; kd < g.Kd; ++kd)
+          for (int kh = 0; kh < g.Kh; ++kh)
+            if (phase_tap(h + g.pt - kh * g.dh, g.sh, &q) && live[size_t(kd) * f.rows + q - f.oh0])
+              rt.push_back({kd * g.Kh + kh, kd * f.kd + (q - f.oh0) * f.row});
+      }
       for (const auto& [h, c1, nb] : visits) {
         const int gl = c1 / g.cin1_g - g_lo;
+        const std::vector<RowTap>& rows = row_taps[h - hc.lo];
         for (int j = 0; j < (int)phases.size(); ++j) {
           const auto [count, tiles] = phases[j];
           // A phase of 16 positions or more ends in a whole tile, shifted back to end at its
@@ -312,7 +324,7 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
             return count >= kRows ? std::min(t * kRows, count - kRows) : t * kRows;
           };
           for (int t = 0; t < tiles; t += 2) {
-            const int mp = std::min(2, tiles - t), w = w0 + j + first(t) * g.sw;
+            const int mp = std::min(2, tiles - t), k0 = first(t);
             const int second = mp == 2 ? first(t + 1) - first(t) : kRows;
             // A tile is stored straight into the output when it ends in its row or (a row
             // shorter than a tile) spills into the call's later rows (rows_abut); else into
@@ -326,10 +338,10 @@ int amx_dx(halide_buffer_t* dyb, halide_buffer_t* wt, const Geometry& g, halide_
                                   (rows_abut && int64_t(hc.hi - h + 1) * W - (wi - w0) >= kRows);
                 if (fits) dst[i * 2 + jb] = at(wi, c1 + jb, h, d, b), stride[i * 2 + jb] = tile_row * 4;
               }
-            if (mp == 2 && nb == 2) block<T, 2, 2>(f, w, second, h, gl, c1, dst, stride);
-            else if (mp == 2) block<T, 2, 1>(f, w, second, h, gl, c1, dst, stride);
-            else if (nb == 2) block<T, 1, 2>(f, w, second, h, gl, c1, dst, stride);
-            else block<T, 1, 1>(f, w, second, h, gl, c1, dst, stride);
+            if (mp == 2 && nb == 2) block<T, 2, 2>(f, rows, wtaps[j], k0, second, gl, c1, dst, stride);
+            else if (mp == 2) block<T, 2, 1>(f, rows, wtaps[j], k0, second, gl, c1, dst, stride);
+            else if (nb == 2) block<T, 1, 2>(f, rows, wtaps[j], k0, second, gl, c1, dst, stride);
+            else block<T, 1, 1>(f, rows, wtaps[j], k0, second, gl, c1, dst, stride);
             for (int i = 0; i < mp; ++i)
               for (int jb = 0; jb < nb; ++jb) {
                 const float* s = sums + (i * 2 + jb) * kTile;
