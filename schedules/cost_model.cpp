@@ -41,6 +41,9 @@ void apply(const Calibration& c, Machine& m) {
   if (c.tile_multiply_cycles > 0) m.tile_multiply_cycles = c.tile_multiply_cycles;
   if (m.lanes >= 16 && c.bf16_dot_per_cycle > 0) m.dot_pipes = c.bf16_dot_per_cycle;
   if (m.lanes >= 16 && w.bcast_fma_per_cycle > 0) m.folded_fma_pipes = w.bcast_fma_per_cycle;
+  if (m.lanes >= 16 && w.reg_bcast_fma_per_cycle > 0)
+    m.register_broadcast_cycles =
+        std::max(0.0, 1.0 / w.reg_bcast_fma_per_cycle - 1.0 / w.fma_per_cycle);
   m.calibrated = true;
 }
 
@@ -120,11 +123,13 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
     t.accumulators = int(t.accumulators * w), t.operands = int(t.operands * w);
     // One reduction step: the busiest port, or the dependency chain of an accumulator.
     const double mul_pipes = t.dots && m.dot_pipes > 0 ? m.dot_pipes : m.fma_pipes;
-    // A broadcast feeding one FMA only is folded into it as a memory operand (AVX-512), at the
-    // folded rate; a broadcast several FMAs share is loaded into a register once.
-    const bool folded = !t.dots && m.folded_fma_pipes > 0 && t.broadcasts > 0 &&
-                        t.fmas <= t.broadcasts;
-    const double fma_cycles = t.fmas / (folded ? m.folded_fma_pipes : mul_pipes);
+    // A broadcast feeding one FMA or dot only is folded into it as a memory operand (AVX-512;
+    // dots: lower/dot_operands.h), FMAs at the folded rate; a broadcast several share is loaded
+    // into a register once, on Zen 4 at a cost to the multiply pipes.
+    const bool folded = m.folded_fma_pipes > 0 && t.broadcasts > 0 && t.fmas <= t.broadcasts;
+    const double fma_cycles =
+        t.fmas / (folded && !t.dots ? m.folded_fma_pipes : mul_pipes) +
+        (folded ? 0 : t.broadcasts * m.register_broadcast_cycles);
     double step = std::max({fma_cycles, t.loads / m.load_pipes,
                             (t.fmas + t.loads + t.extra_ops) / m.issue,
                             m.fma_latency * t.fmas / std::max(1, t.accumulators), t.unit_cycles});

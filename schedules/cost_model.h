@@ -87,6 +87,10 @@ struct Machine {
   /** FMAs per cycle whose broadcast operand is folded in (AVX-512 `{1to16}`: each also takes a
    * load port); 0: at fma_pipes. 1.62 against 1.87 plain on Sapphire Rapids. */
   double folded_fma_pipes = 0;
+  /** Cycles of the multiply pipes a broadcast into a register takes beside the FMAs or dots it
+   * feeds (a broadcast several of them share; one feeding a single FMA or dot is folded into
+   * it). 0 where a broadcast is a load (Intel); Zen 4 about 0.45 (calibrated). */
+  double register_broadcast_cycles = 0;
   bool calibrated = false;  ///< the rates above were measured on this host
 
   /** Bytes a tile visit may touch and still find them in L1 on its next step and on the next

@@ -49,6 +49,8 @@ MB_KERNEL(y_bcast, "avx2,fma", Y_BCAST)
 #define Z_CHAIN(k) "vfmadd231ps %%zmm13, %%zmm14, %%zmm0\n\t"
 #define Z_LOAD(k) "vmovups " #k "*64(%1), %%zmm" #k "\n\t"
 #define Z_BCAST(k) "vfmadd231ps " #k "*4(%1)%{1to16%}, %%zmm13, %%zmm" #k "\n\t"
+#define Z_REG_BCAST(k) \
+  "vbroadcastss " #k "*4(%1), %%zmm12\n\tvfmadd231ps %%zmm12, %%zmm13, %%zmm" #k "\n\t"
 
 #define Z_DOT(k) "vdpbf16ps %%zmm13, %%zmm14, %%zmm" #k "\n\t"
 
@@ -57,6 +59,7 @@ MB_KERNEL(z_dot, "avx512f,avx512bf16", Z_DOT)
 MB_KERNEL(z_chain, "avx512f", Z_CHAIN)
 MB_KERNEL(z_load, "avx512f", Z_LOAD)
 MB_KERNEL(z_bcast, "avx512f", Z_BCAST)
+MB_KERNEL(z_reg_bcast, "avx512f", Z_REG_BCAST)
 
 /** 12 dependent integer adds per iteration: 12 cycles on every x86 core. Register operands:
  * Golden Cove (Sapphire Rapids) folds adds of an immediate at rename, several a cycle, which
@@ -204,8 +207,11 @@ Calibration measure_host() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     c.w256 = width_rates(y_fma, y_chain, y_load, y_bcast, small, c.ghz);
-  if (__builtin_cpu_supports("avx512f"))
+  c.w256.reg_bcast_fma_per_cycle = c.w256.bcast_fma_per_cycle;
+  if (__builtin_cpu_supports("avx512f")) {
     c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, small, c.ghz);
+    c.w512.reg_bcast_fma_per_cycle = rate(z_reg_bcast, small, c.ghz);
+  }
   if (__builtin_cpu_supports("avx512f") && cpu_has_avx512_bf16())
     c.bf16_dot_per_cycle = rate(z_dot, small, c.ghz);
 

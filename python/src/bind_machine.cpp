@@ -49,7 +49,8 @@ void define_machine(pyb::module_& m) {
                              {"fork_cycles", mm.fork_cycles},
                              {"tile_multiply_cycles", mm.tile_multiply_cycles},
                              {"dot_pipes", mm.dot_pipes},
-                             {"folded_fma_pipes", mm.folded_fma_pipes}};
+                             {"folded_fma_pipes", mm.folded_fma_pipes},
+                             {"register_broadcast_cycles", mm.register_broadcast_cycles}};
         out["model"] = json::to_text(model);
         return out;
       },

@@ -45,6 +45,15 @@ std::string no_bf16_dot(const Halide::Target& t) {
          " lacks avx512_zen4 / avx512_sapphirerapids): the portable test covers the algorithm";
 }
 
+/** The assembly has a VDPBF16PS whose last operand is an embedded 32-bit broadcast. */
+bool has_folded_dot(const std::string& s) {
+  std::istringstream lines(s);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("vdpbf16ps") != std::string::npos && line.find("{1to16}") != std::string::npos)
+      return true;
+  return false;
+}
+
 /** Runs dx_tiled with `variant` compiled for `t` and checks it against the reference. */
 void check(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot) {
   const Problem p = test::dx_problem(c, DType::kBFloat16);  // res_dtype float32
@@ -52,6 +61,9 @@ void check(const Case& c, const Halide::Target& t, const std::string& variant, b
   ASSERT_EQ(l.variant, variant);
   const std::string s = test::assembly(l.pipeline, l.args, t, std::string("bf16_pairs_") + c.name);
   EXPECT_EQ(s.find("vdpbf16ps") != std::string::npos, want_dot) << c.name << " " << t.to_string();
+  // One block per tile: each dy pair feeds one dot, read as its embedded broadcast
+  // (lower/dot_operands.h), not loaded by a VBROADCASTSS of its own.
+  if (want_dot) EXPECT_TRUE(has_folded_dot(s)) << c.name;
   test::check_bf16_dx(c, p, l.pipeline, l.args, t, 11);
 }
 

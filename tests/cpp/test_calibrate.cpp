@@ -27,6 +27,8 @@ void expect_plausible(const sched::WidthRates& w) {
   EXPECT_GT(w.loads_per_cycle, 0.25);
   EXPECT_LE(w.loads_per_cycle, 8.0);
   EXPECT_GT(w.bcast_fma_per_cycle, 0.25);
+  EXPECT_GT(w.reg_bcast_fma_per_cycle, 0.25);
+  EXPECT_LE(w.reg_bcast_fma_per_cycle, 1.1 * w.fma_per_cycle);  // a broadcast never speeds it up
 }
 
 TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
@@ -65,12 +67,15 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   sched::load_or_measure(path, &measured);
   EXPECT_FALSE(measured);
 
-  // A file of the suite before the clock fix (format 1) is re-measured.
-  json::Value older = sched::to_json(a);
-  older["format"] = 1;
-  support::write_text(path, json::to_text(older));
-  sched::load_or_measure(path, &measured);
-  EXPECT_TRUE(measured);
+  // Files of older suites are re-measured: before the clock fix (format 1), before the
+  // register-broadcast rate (format 2).
+  for (int format : {1, 2}) {
+    json::Value older = sched::to_json(a);
+    older["format"] = format;
+    support::write_text(path, json::to_text(older));
+    sched::load_or_measure(path, &measured);
+    EXPECT_TRUE(measured) << format;
+  }
 
   // Another machine's file is re-measured.
   json::Value foreign = sched::to_json(a);

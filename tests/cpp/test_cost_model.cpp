@@ -556,6 +556,32 @@ TEST(CostModel, MicroKernelTerms) {
   EXPECT_GT(sched::evaluate(nest_with(8, 5), avx2).cycles, 1.9 * sched::evaluate(nest_with(8, 5), m).cycles);
 }
 
+// Broadcasts in registers (Zen 4: a 512-bit broadcast runs on the vector pipes) cost the multiply
+// pipes; a broadcast feeding one FMA or bf16 dot is folded into it (dots: lower/dot_operands.h)
+// and costs nothing there. A tile of 14 positions x 1 block (14 broadcasts, folded) against 7 x 2
+// (7 broadcasts, each shared by 2 dots), 14 dots a step either way.
+TEST(CostModel, RegisterBroadcastsCostTheMultiplyPipes) {
+  sched::Machine zen4;
+  zen4.fma_pipes = zen4.dot_pipes = zen4.folded_fma_pipes = 1.0;
+  zen4.load_pipes = 2.0;
+  auto dots = [](int positions, int blocks) {
+    sched::LoopNest n = nest_with(positions * blocks, positions + blocks);
+    n.tile.loads = positions + blocks;
+    n.tile.broadcasts = positions;
+    n.tile.dots = true;
+    return n;
+  };
+  const double narrow = cycles_per_fma(dots(14, 1), zen4), wide = cycles_per_fma(dots(7, 2), zen4);
+  EXPECT_NEAR(narrow, wide, 0.02);  // free broadcasts: both at the dot rate
+  zen4.register_broadcast_cycles = 0.45;
+  EXPECT_NEAR(cycles_per_fma(dots(14, 1), zen4), narrow, 1e-9);  // folded: unchanged
+  EXPECT_NEAR(cycles_per_fma(dots(7, 2), zen4), wide * (14 + 7 * 0.45) / 14, 0.02);
+  // FMAs alike.
+  sched::LoopNest fmas = dots(7, 2);
+  fmas.tile.dots = false;
+  EXPECT_NEAR(cycles_per_fma(fmas, zen4), (14 + 7 * 0.45) / 14, 0.02);
+}
+
 // The kernels leave out the taps whose depth or height row lies in the padding; the model counts
 // only the steps they run. With K = 3, pad 1, stride 1 each border position loses one of its 3
 // taps: a dim of N positions keeps 1 - 2/(3N) of its pairs, in dX (input positions, dy outside)

@@ -2,7 +2,9 @@
 
 #include <chrono>
 
+#include "lower/dot_operands.h"
 #include "ops/ops.h"
+#include "schedules/cost_model.h"
 #include "schedules/registry.h"
 #include "tbex/errors.h"
 #include "tbex/log.h"
@@ -24,6 +26,8 @@ void apply_into(Lowered& out, Alg& a, const std::vector<const S*>& reg, const Pr
   out.amx_tiles = s->uses_amx_tiles();
   out.target = out.amx_tiles ? ctx.target.without_feature(Halide::Target::LargeBuffers) : ctx.target;
   out.pipeline = Halide::Pipeline(a.out);
+  if (p.in_dtype == DType::kBFloat16 && sched::has_bf16_dot(out.target))
+    put_dot_broadcasts_last(out.pipeline);
   out.args = std::move(args);
   if (log::enabled("lower"))
     log::print("lower", std::string(op_name(p.op)) + " schedule " + out.schedule + ": " +
