@@ -121,6 +121,17 @@ def test_generator_covers_the_features():
     assert any(c["use_group_dict"] and c["geo"].groups > 1 for c in CASES)
 
 
+def _zen4_target():
+    """Halide's host target carries avx512_zen4 (AMD with AVX-512). There dw_tiled stages the x
+    of staging-bound chunks with the next chunk prefetched and does not offer x read in place
+    (`x=1`) for them (schedules/dw_tiled.cpp, prefetches_staged_x)."""
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return "AuthenticAMD" in text and " avx512f" in text
+
+
 def _para_extra(c):
     if not c["use_group_dict"]:
         return {}
@@ -202,6 +213,9 @@ def test_random_dw_x_read_in_place_and_staged():
             O.check_dw(raw, ref, geo, what="%s dW f32 dw_tiled [%s]" % (geo.name, key))
         assert {k.split(",x=")[1][0] for k in keys} == {"1", "2"}, keys
         ran += 1
+    if ran == 0 and _zen4_target():
+        pytest.skip("a Zen 4 target offers x read in place only where the reduction leaves every "
+                    "pad tap out and staging does not dominate: no random geometry here")
     assert ran >= 5, ran
 
 
@@ -284,6 +298,9 @@ def test_fuzz_finding(finding):
     names = [r for r in dict.fromkeys(r["schedule"] for r in O.ranked_schedules(geo, op))
              if r != "reference"]
     runs = [(schedule, variant)] + [(r, "") for r in names if (r, "") != (schedule, variant)]
+    if (",x=" in variant and _zen4_target()
+            and not any(",x=" in k for k in O.candidates(geo, op, schedule))):
+        runs = runs[1:]  # the finding's x=2 kernel: not offered on a Zen 4 target (_zen4_target)
     for sch, var in runs:
         O.check_op(geo, op, "float32", rng, sch, var)
 
