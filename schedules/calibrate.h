@@ -21,7 +21,7 @@ struct WidthRates {
                                    ///< (512: embedded {1to16}; 256: vbroadcastss + FMA)
   /** FMAs per cycle each fed by its own VBROADCASTSS into a register: what a broadcast that
    * several FMAs share costs beside them (512 only; 256 is bcast_fma_per_cycle). Zen 4 runs a
-   * 512-bit broadcast on its vector pipes: 0.67 against 0.97 embedded; Intel on a load port. */
+   * 512-bit broadcast on its vector pipes: 0.75 against 1.01 embedded; Intel on a load port. */
   double reg_bcast_fma_per_cycle = 0;
 };
 

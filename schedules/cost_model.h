@@ -89,7 +89,7 @@ struct Machine {
   double folded_fma_pipes = 0;
   /** Cycles of the multiply pipes a broadcast into a register takes beside the FMAs or dots it
    * feeds (a broadcast several of them share; one feeding a single FMA or dot is folded into
-   * it). 0 where a broadcast is a load (Intel); Zen 4 about 0.45 (calibrated). */
+   * it). 0 where a broadcast is a load (Intel); Zen 4 0.33 (calibrated). */
   double register_broadcast_cycles = 0;
   bool calibrated = false;  ///< the rates above were measured on this host
 

@@ -121,12 +121,13 @@ double rate(void (*k)(long, const float*), const float* p, double ghz) {
 
 WidthRates width_rates(void (*fma)(long, const float*), void (*chain)(long, const float*),
                        void (*load)(long, const float*), void (*bcast)(long, const float*),
-                       const float* p, double ghz) {
+                       void (*reg_bcast)(long, const float*), const float* p, double ghz) {
   WidthRates w;
   w.fma_per_cycle = rate(fma, p, ghz);
   w.fma_latency = 1.0 / rate(chain, p, ghz);
   w.loads_per_cycle = rate(load, p, ghz);
   w.bcast_fma_per_cycle = rate(bcast, p, ghz);
+  w.reg_bcast_fma_per_cycle = rate(reg_bcast, p, ghz);
   return w;
 }
 
@@ -206,12 +207,9 @@ Calibration measure_host() {
   alignas(64) static const float small[1024] = {};
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    c.w256 = width_rates(y_fma, y_chain, y_load, y_bcast, small, c.ghz);
-  c.w256.reg_bcast_fma_per_cycle = c.w256.bcast_fma_per_cycle;
-  if (__builtin_cpu_supports("avx512f")) {
-    c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, small, c.ghz);
-    c.w512.reg_bcast_fma_per_cycle = rate(z_reg_bcast, small, c.ghz);
-  }
+    c.w256 = width_rates(y_fma, y_chain, y_load, y_bcast, y_bcast, small, c.ghz);  // AVX2: no {1to8}
+  if (__builtin_cpu_supports("avx512f"))
+    c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, z_reg_bcast, small, c.ghz);
   if (__builtin_cpu_supports("avx512f") && cpu_has_avx512_bf16())
     c.bf16_dot_per_cycle = rate(z_dot, small, c.ghz);
 
