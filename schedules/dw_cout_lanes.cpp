@@ -6,12 +6,18 @@
  * taps) x (n vectors). acc is computed at the valid c0 lanes only (the algorithm reads it at
  * clamped lanes; the output stage writes the padding lanes as 0) and stored n-innermost, so the
  * output stage transposes it into FRACTAL_Z_3D's c0-innermost order. K chunking, the reduction
- * split across threads and the tile spread are dw_tiled's (schedules/loops.h). */
+ * split across threads and the tile spread are dw_tiled's (schedules/loops.h).
+ *
+ * The pair form (bf16 inputs where the target's dot products pay): the same tile over the
+ * algorithm's row pairs (DwAlgorithm::pairs), each step a VDPBF16PS per accumulator with a dy
+ * pair vector (16 channels x 2 rows, staged per chunk) and an x pair broadcast (one lane of
+ * two rows, staged at the valid lanes). */
 #include <algorithm>
 #include <sstream>
 
 #include "schedules/loops.h"
 #include "schedules/registry.h"
+#include "schedules/tile_space.h"
 #include "schedules/tiling.h"
 
 namespace tbex::sched {
@@ -25,34 +31,59 @@ struct FewCinTiles {
   int cv = 1;   ///< valid input lanes (c0 of the tile)
   int nv = 1;   ///< 16-lane vectors of output channels per register tile
   int kwt = 1;  ///< kw taps per register tile
-  int ch = 1;   ///< output rows (ho) per reduction chunk
+  int ch = 1;   ///< output rows (ho; row pairs in the pair form) per reduction chunk
   int parts = 1;  ///< reduction split into this many partial sums (dw_parts; not the threads)
+  int pair = 1;   ///< 2: bf16 dot products over row pairs (the pair form)
   bool stage_x = true;  ///< stage padded fp32 x at its valid lanes (stage_x_rows)
   bool xs_root = true;  ///< all of it once (small), else per batch
   int64_t tiles = 1;
 };
 
+const TileSpace& space() {
+  static const TileSpace s("dw_cout_lanes", {"nv", "kwt", "ch", "parts", "pair"});
+  return s;
+}
+
+/** The register tiles a target holds: cv x kwt x nv accumulators within tile_accumulators, or, in
+ * the pair form on AVX-512, up to 24 (each x pair broadcast feeds one dot as an embedded
+ * broadcast, so only the nv dy vectors stay live beside them). */
+bool tile_fits(const Problem& p, const Context& ctx, int cv, int nv, int kwt, int pair) {
+  const int most = pair == 2 && ctx.target.has_feature(Target::AVX512) && nv == 1
+                       ? 24 : tile_accumulators(ctx.target, nv);
+  return p.group.cout_g % (16 * nv) == 0 && p.geo.kernel[2] % kwt == 0 && cv * nv * kwt <= most;
+}
+
 FewCinTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   FewCinTiles t;
   t.cv = cin_valid(p);
+  const VariantFields asked = space().parse(ctx.variant);
+  t.pair = asked.count("pair") ? asked.at("pair")
+                               : dw_pairs_apply(p) && bf16_dots_pay(ctx.target) ? 2 : 1;
+  space().require(t.pair == 1 || (t.pair == 2 && dw_pairs_apply(p)), ctx.variant,
+                  "pair must be 1, or 2 for bf16 inputs whose x rows are staged");
   // Per reduction point a tile loads nv dy vectors and broadcasts cv*kwt x values for
   // cv*nv*kwt FMAs: take the fewest loads per FMA within the accumulators the target holds.
   const int nblocks = (int)(p.group.cout_g / 16);
   double best = 1e9;
   for (int nv = 1; nv <= nblocks; ++nv) {
-    if (nblocks % nv) continue;
     for (int kwt = 1; kwt <= g.kernel[2]; ++kwt) {
-      const int accs = t.cv * nv * kwt;
-      if (g.kernel[2] % kwt || accs > tile_accumulators(ctx.target, nv)) continue;
-      const double cost = double(nv + t.cv * kwt) / accs;
+      if (!tile_fits(p, ctx, t.cv, nv, kwt, 1)) continue;
+      const double cost = double(nv + t.cv * kwt) / (t.cv * nv * kwt);
       if (cost < best) best = cost, t.nv = nv, t.kwt = kwt;
     }
   }
+  const VariantFields f = space().resolve(ctx.variant, {{"nv", &t.nv}, {"kwt", &t.kwt}});
+  space().require(!(f.count("nv") || f.count("kwt")) || tile_fits(p, ctx, t.cv, t.nv, t.kwt, t.pair),
+                  ctx.variant,
+                  "16*nv must divide cout_g (" + std::to_string(p.group.cout_g) + "), kwt Kw (" +
+                      std::to_string(g.kernel[2]) + "), and " + std::to_string(t.cv) +
+                      " lanes x nv x kwt accumulators fit the target's registers");
   // A chunk's dy rows (every output channel) stay in L1 while all tiles stream them (on the
-  // stem, a couple of rows ran best: fewer re-enter the tiles too often, more leave L1).
+  // stem, a couple of rows ran best: fewer re-enter the tiles too often, more leave L1). A row
+  // pair of bf16 takes the bytes of one fp32 row.
   const int64_t row_bytes = g.out[2] * p.group.cout_g * 4;
-  t.ch = largest_divisor_upto(g.out[1], std::max<int64_t>(1, (32 << 10) / row_bytes));
+  t.ch = largest_divisor_upto(dw_rows_of(p, t.pair), std::max<int64_t>(1, (32 << 10) / row_bytes));
   t.tiles = (p.group.cout_g / (16 * t.nv)) * (g.kernel[2] / t.kwt) * g.kernel[1] * g.kernel[0] *
             p.group.real_g;
   t.stage_x = stage_x_rows(p);
@@ -61,7 +92,40 @@ FewCinTiles choose_tiles(const Problem& p, const Context& ctx) {
   t.xs_root = xs_bytes <= kMaxRootXsBytes;
   // Few tiles balance badly over threads: split the reduction into a fixed number of parts.
   if (t.tiles < 8) t.parts = dw_parts(p, kDwSplitParts);
+  const VariantFields r = space().resolve(ctx.variant, {{"ch", &t.ch}});
+  space().require(dw_rows_of(p, t.pair) % t.ch == 0, ctx.variant,
+                  "ch must divide the rows (" + std::to_string(dw_rows_of(p, t.pair)) +
+                      (t.pair == 2 ? " row pairs)" : ")"));
+  if (r.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, r.at("parts"));
   return t;
+}
+
+std::string key_of(const Problem& p, const FewCinTiles& t) {
+  VariantFields f{{"nv", t.nv}, {"kwt", t.kwt}, {"ch", t.ch}, {"parts", t.parts}};
+  if (dw_pairs_apply(p)) f["pair"] = t.pair;
+  return space().key(f);
+}
+
+/** "" (the own choice) first, then the tile of every kw tap for one channel vector (one
+ * broadcast per FMA or dot, folded into it) and the other form where the target computes pairs
+ * natively. */
+std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
+  Context own = ctx;
+  own.variant = "";
+  const FewCinTiles d = choose_tiles(p, own);
+  std::vector<std::string> keys{key_of(p, d)};
+  const int kwt = (int)p.geo.kernel[2];
+  for (int pair : {d.pair, 3 - d.pair}) {
+    if (pair != d.pair && !(dw_pairs_apply(p) && (d.pair == 2 || bf16_dots_pay(ctx.target)))) continue;
+    FewCinTiles t = d;
+    t.pair = pair;
+    keys.push_back(key_of(p, t));
+    if (tile_fits(p, ctx, d.cv, 1, kwt, pair)) {
+      t.nv = 1, t.kwt = kwt;
+      keys.push_back(key_of(p, t));
+    }
+  }
+  return TileSpace::candidates(keys, 6);
 }
 
 class DwCoutLanes final : public DwSchedule {
@@ -76,13 +140,17 @@ class DwCoutLanes final : public DwSchedule {
   std::string describe(const Problem& p, const Context& ctx) const override {
     const FewCinTiles t = choose_tiles(p, ctx);
     std::ostringstream s;
-    s << "register tile " << t.cv << "c0 x " << t.kwt << "kw x " << 16 * t.nv << "n (n in lanes), "
-      << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
-      << p.geo.out[2] << " cols, "
+    s << "[" << key_of(p, t) << "] register tile " << t.cv << "c0 x " << t.kwt << "kw x "
+      << 16 * t.nv << "n (n in lanes), " << (t.pair == 2 ? "bf16 pair dot products over row pairs, " : "")
+      << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch
+      << (t.pair == 2 ? " row pairs x " : " rows x ") << p.geo.out[2] << " cols, "
       << (!t.stage_x ? "x read in place (sparse rows), " : t.xs_root ? "x staged whole, " : "x staged per batch, ")
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
-      << "dy staged n-innermost";
+      << (t.pair == 2 ? "dy staged as bf16 row pairs" : "dy staged n-innermost");
     return s.str();
+  }
+  std::vector<std::string> candidates(const Problem& p, const Context& ctx) const override {
+    return candidates_of(p, ctx);
   }
 
   Estimate estimate(const Problem& p, const Context& ctx) const override {
@@ -90,33 +158,39 @@ class DwCoutLanes final : public DwSchedule {
     const ConvGeometry& g = p.geo;
     LoopNest n;
     n.threads = ctx.threads;
-    // Per step: nv dy vectors (16 output channels each), cv x kwt broadcasts of x.
+    // Per step: nv dy vectors (16 output channels each; pairs: of two rows), cv x kwt broadcasts
+    // of x (each feeding nv FMAs or dots; one feeding a single one is folded into it).
     n.tile = {double(t.cv * t.nv * t.kwt), double(t.nv + t.cv * t.kwt), t.cv * t.nv * t.kwt,
-              t.nv + 1, 0};
+              t.nv + 1, 0, double(t.cv * t.kwt)};
+    n.tile.dots = t.pair == 2;
     n.steps_per_visit = double(t.ch * g.out[2]);
-    n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
+    n.visits = double(t.tiles) * g.n * g.out[0] * (dw_rows_of(p, t.pair) / t.ch);
+    // A visit's rows (pairs: a row pair of bf16, the bytes of one fp32 row).
     const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * t.cv * 4;
     n.visit_bytes = t.ch * (x_row + double(g.out[2]) * t.nv * 64);
     n.visit_footprint = (int64_t)n.visit_bytes;
     const int64_t w_pad = padded_w(p);
-    n.chunk_footprint = x_rows_of(p, t.ch) * w_pad * t.cv * 4 * g.kernel[0] * p.group.real_g +
+    n.chunk_footprint = x_rows_of(p, t.ch * t.pair) * w_pad * t.cv * 4 * g.kernel[0] * p.group.real_g +
                         t.ch * g.out[2] * 4 * p.group.cout_g * p.group.real_g;
     n.units = t.parts > 1 ? t.parts : t.tiles;
-    // Passes: x staged at its valid lanes, dy staged n-innermost per chunk, the transposing
-    // output stage (a gather per output element) and the partial sums.
+    // Passes: x staged at its valid lanes (pairs: every row twice, in bf16), dy staged
+    // n-innermost (pairs: as row pairs) per chunk, the transposing output stage (a gather per
+    // output element) and the partial sums.
     const double x_elems = double(g.n) * g.in[0] * p.group.real_g * t.cv *
                            (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
     const double in_b = input_bytes(p), out_elems = dw_out_elems(p);
-    n.pass_bytes = (t.stage_x ? x_elems * (in_b + 4) : 0) + dy_elems(p) * (in_b + 4) +
+    const double x_pass = t.pair == 2 ? 2 * (in_b + 2) : in_b + 4, dy_pass = t.pair == 2 ? in_b + 2 : in_b + 4;
+    n.pass_bytes = (t.stage_x ? x_elems * x_pass : 0) + dy_elems(p) * dy_pass +
                    out_elems * 8 * (t.parts > 1 ? 1 + t.parts : 1);
     n.pass_ops = out_elems;
-    n.lane_use = lane_use_of(g.flops(), n);
-    n.executed = ops::inside_tap_share(p);
+    n.lane_use = lane_use_of(g.flops() / t.pair, n);
+    n.executed = t.pair == 2 ? 1.0 : ops::inside_tap_share(p);  // row pairs keep the pads' taps
     return evaluate(n, Machine::of(ctx.target));
   }
 
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
     const FewCinTiles t = choose_tiles(p, ctx);
+    if (t.pair == 2) a.use_pairs();
     const Var c0 = a.c0, n = a.n, kw = a.kw;
     a.acc.bound(c0, 0, t.cv).bound(n, 0, (int)p.group.cout_g);
     DwReduction red = split_dw_reduction(a.acc, a.r, p, t.parts, t.ch);
@@ -134,15 +208,25 @@ class DwCoutLanes final : public DwSchedule {
         spread_tiles(s, {no, kwo, a.kh, a.kd, a.g}, t.tiles, ctx.threads, red, t.parts, {ni, c0, kwi}, {a.c1g});
     s.vectorize(ni, 16).unroll(ni).unroll(c0).unroll(kwi);
 
-    // x at its valid lanes is a fraction of x's bytes: staged (fp32, in the padded frame) once,
-    // or per batch when large. dy rows with n innermost are staged per chunk, in cache right
-    // before the thread's tiles consume them.
-    if (t.stage_x && t.xs_root) a.xr.compute_root().vectorize(c0).parallel(a.d);
-    else if (t.stage_x) a.xr.compute_at(red.body, red.outer).vectorize(c0);
-    a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
+    // x at its valid lanes is a fraction of x's bytes: staged (fp32, in the padded frame; pairs:
+    // bf16 of two rows, a lane's pair adjacent) once, or per batch when large. dy rows with n
+    // innermost (pairs: two rows' channel vectors interleaved) are staged per chunk, in cache
+    // right before the thread's tiles consume them.
+    Func xs = t.pair == 2 ? a.xs : a.xr;
+    if (t.stage_x) {
+      if (t.xs_root) xs.compute_root().parallel(a.d);
+      else xs.compute_at(red.body, red.outer);
+      if (t.pair == 2) xs.vectorize(a.e);
+      else xs.vectorize(c0);
+    }
+    if (t.pair == 2) stage_dy_pairs(a, red);
+    else a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     red.intm.compute_at(red.body, tgi).reorder_storage(n, c0).reorder(n, c0, kw).vectorize(n, 16)
         .unroll(n).unroll(c0).unroll(kw);
-    red.intm.update().reorder(n, c0, kw, a.r[0], red.rows).vectorize(n, 16).unroll(n).unroll(c0).unroll(kw);
+    Stage u = red.intm.update();
+    if (t.pair == 2) u.reorder(a.r[4], n, c0, kw, a.r[0], red.rows).atomic().vectorize(a.r[4]);
+    else u.reorder(n, c0, kw, a.r[0], red.rows);
+    u.vectorize(n, 16).unroll(n).unroll(c0).unroll(kw);
 
     // The transpose to c0-innermost: gathers over the few valid lanes of the n-innermost acc.
     stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});

@@ -72,16 +72,10 @@ bool x_in_place_applies(const Problem& p, const Halide::Target& target) {
          (ops::keeps_no_pad_taps(p) || bound) && !(bound && prefetches_staged_x(target));
 }
 
-/** The pair form (DwAlgorithm::pairs) is offered for bf16 inputs whose x rows are staged. Where
- * staging dominates it stages every x row twice (as a pair's first and second row), which the
- * estimate charges: with dy's pairs read as embedded broadcasts (lower/dot_operands.h) it won
- * there too on Zen 4 (seed dW 9.1 -> 7.9 ms, 1x1x1 4.4 -> 3.4 ms; 1 thread). */
-bool pairs_apply(const Problem& p) {
-  return p.in_dtype == DType::kBFloat16 && stage_x_rows(p);
-}
-
-/** Reduction rows the chunks split: output rows, or row pairs in the pair form. */
-int64_t rows_of(const Problem& p, int pair) { return pair == 2 ? (p.geo.out[1] + 1) / 2 : p.geo.out[1]; }
+/* The pair form (dw_pairs_apply): where staging dominates it stages every x row twice (as a
+ * pair's first and second row), which the estimate charges: with dy's pairs read as embedded
+ * broadcasts (lower/dot_operands.h) it won there too on Zen 4 (seed dW 9.1 -> 7.9 ms, 1x1x1
+ * 4.4 -> 3.4 ms; 1 thread). */
 
 /** Whether x's staging can span several output depth slices (DwTiles::db): staged fp32 rows
  * (not the pair form) and kd taps that overlap between neighbouring slices. */
@@ -129,13 +123,13 @@ int64_t visit_row_bytes(const Problem& p, const DwTiles& t) {
  * (output channel groups, kh neighbours) then run from L1. On Sapphire
  * Rapids: e1 dW 7 rows against 14 (5-8%), g dW 7 against 14 (16%), seed 6 against 12 (5%). */
 int l1_chunk(const Problem& p, const DwTiles& t, const Machine& m) {
-  return l1_chunk_rows(rows_of(p, t.pair), visit_row_bytes(p, t), p.geo.out[2] * t.pair,
+  return l1_chunk_rows(dw_rows_of(p, t.pair), visit_row_bytes(p, t), p.geo.out[2] * t.pair,
                        m.l1_visit_bytes());
 }
 
 /** The earlier rule (a candidate): ~512 reduction points per chunk. */
 int points_chunk(const Problem& p, const DwTiles& t) {
-  return largest_divisor_upto(rows_of(p, t.pair), std::max<int64_t>(1, 512 / p.geo.out[2] / t.pair));
+  return largest_divisor_upto(dw_rows_of(p, t.pair), std::max<int64_t>(1, 512 / p.geo.out[2] / t.pair));
 }
 
 /** The tiles for `p`: the schedule's own choice, then TBEX_DW_TILE (only when no variant is
@@ -145,11 +139,11 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   DwTiles t;
   const VariantFields asked = space().parse(ctx.variant);
   t.pair = asked.count("pair") ? asked.at("pair")
-                               : pairs_apply(p) && bf16_dots_pay(ctx.target) ? 2 : 1;
-  space().require(t.pair == 1 || (t.pair == 2 && pairs_apply(p)), ctx.variant,
+                               : dw_pairs_apply(p) && bf16_dots_pay(ctx.target) ? 2 : 1;
+  space().require(t.pair == 1 || (t.pair == 2 && dw_pairs_apply(p)), ctx.variant,
                   "pair must be 1, or 2 for bf16 inputs whose x rows are staged and whose "
                   "staging does not dominate");
-  const int64_t rows = rows_of(p, t.pair);
+  const int64_t rows = dw_rows_of(p, t.pair);
   const Machine m = Machine::of(ctx.target);
   if (ctx.target.has_feature(Target::AVX512)) {
     t.kwt = largest_divisor_upto(g.kernel[2], 3);
@@ -215,7 +209,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
 
 std::string key_of(const Problem& p, const Halide::Target& target, const DwTiles& t) {
   VariantFields f{{"nt", t.nt}, {"kwt", t.kwt}, {"ch", t.ch}, {"parts", t.parts}};
-  if (pairs_apply(p)) f["pair"] = t.pair;
+  if (dw_pairs_apply(p)) f["pair"] = t.pair;
   if (depth_blocks_apply(p, t)) f["db"] = t.db;
   if (x_in_place_applies(p, target)) f["x"] = t.stage_x ? 2 : 1;
   return space().key(f);
@@ -248,7 +242,7 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   }
   for (int64_t ch : {(int64_t)d.ch * 2, (int64_t)d.ch / 2}) {
     DwTiles t = d;
-    t.ch = largest_divisor_upto(rows_of(p, d.pair), std::max<int64_t>(1, ch));
+    t.ch = largest_divisor_upto(dw_rows_of(p, d.pair), std::max<int64_t>(1, ch));
     list.push_back(t);
   }
   {
@@ -262,7 +256,7 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     list.push_back(t);
   }
   // The other form, with its own chunk (pairs only where the target computes them natively).
-  if (pairs_apply(p) && (d.pair == 2 || bf16_dots_pay(ctx.target))) {
+  if (dw_pairs_apply(p) && (d.pair == 2 || bf16_dots_pay(ctx.target))) {
     Context other = own;
     other.variant = "pair=" + std::to_string(3 - d.pair);
     list.push_back(choose_tiles(p, other));
@@ -303,7 +297,7 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
                         gd.cin1_g * g.kernel[0] * gd.real_g;
   // A pair step is one dot-product instruction per accumulator for two output rows.
   n.steps_per_visit = double(t.ch * g.out[2]);
-  n.visits = double(tiles) * g.n * g.out[0] * (rows_of(p, t.pair) / t.ch);
+  n.visits = double(tiles) * g.n * g.out[0] * (dw_rows_of(p, t.pair) / t.ch);
   // A visit streams ch rows of x (one block, kw taps overlapping) and ch rows of dy (a line a
   // position holds the tile's nt channels).
   const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * 64;
@@ -393,13 +387,13 @@ class DwTiled final : public DwSchedule {
     // chunk needs are built in cache right before every tile of the thread consumes them, so
     // conversion and padding stay out of the hot loop without a pass over memory.
     if (t.pair == 2) {  // (e, c0): one 64-byte row of 16 bf16 pairs
-      a.xs.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(c0);
+      a.xs.compute_at(red.body, red.chunk).reorder(c0, a.e).vectorize(c0).unroll(a.e);
       if (t.prefetch_x) s.prefetch(a.x, red.chunk, red.chunk, 1, PrefetchBoundStrategy::NonFaulting);
     } else if (t.stage_x) {
       a.xr.compute_at(red.body, red.chunk).vectorize(c0);
       if (t.prefetch_x) s.prefetch(a.x, red.chunk, red.chunk, 1, PrefetchBoundStrategy::NonFaulting);
     }
-    if (t.pair == 2) a.dys.compute_at(red.body, red.chunk).vectorize(a.e).vectorize(n, 8);
+    if (t.pair == 2) stage_dy_pairs(a, red);
     else if (p.in_dtype != DType::kFloat32) a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(kw);
     if (t.pair == 2) {

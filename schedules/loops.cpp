@@ -146,6 +146,12 @@ DwReduction tiled_dw_reduction(const ops::DwAlgorithm& a, const Problem& p, int 
   return red;
 }
 
+void stage_dy_pairs(const ops::DwAlgorithm& a, const DwReduction& red) {
+  Func dys = a.dys;  // a handle to the same Func
+  Var ni("ni"), no("no");
+  dys.compute_at(red.body, red.chunk).split(a.n, no, ni, 16).reorder(ni, a.e, no).vectorize(ni).unroll(a.e);
+}
+
 Var spread_tiles(Stage s, const std::vector<VarOrRVar>& dims, int64_t tiles, int threads,
                  const DwReduction& red, int parts, std::vector<VarOrRVar> inner,
                  const std::vector<VarOrRVar>& after) {

@@ -97,6 +97,12 @@ DwReduction split_dw_reduction(Halide::Func acc, const Halide::RDom& r, const Pr
  * of the partial sums (parts > 1) and the tiles' Func, c0 vectorized. */
 DwReduction tiled_dw_reduction(const ops::DwAlgorithm& a, const Problem& p, int parts, int ch);
 
+/** The pair form's dy (DwAlgorithm::dysp) staged per reduction chunk: 16 channels of each of a
+ * pair's two rows loaded as vectors and stored interleaved (the rows unrolled inside the channel
+ * vector; Halide merges the two strided stores into one). Vectorized along the pair instead,
+ * each lane's row index was its own, and Halide gathered every element. */
+void stage_dy_pairs(const ops::DwAlgorithm& a, const DwReduction& red);
+
 /** The fused output tiles of a dW update: `dims` (innermost first, the real group last: what
  * tile_stagers counts on) fused into one loop `tile` and split into one group per thread
  * (outermost, tgo: each thread owns whole tiles, so there is no cross-thread reduction); with

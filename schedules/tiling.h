@@ -64,6 +64,16 @@ inline bool stage_x_rows(const Problem& p) {
   return true;
 }
 
+/** Whether dW's pair form (DwAlgorithm::pairs: bf16 dot products over output row pairs) is
+ * offered: bf16 inputs whose x rows are staged (stage_x_rows; the pair form stages them). */
+inline bool dw_pairs_apply(const Problem& p) {
+  return p.in_dtype == DType::kBFloat16 && stage_x_rows(p);
+}
+/** Reduction rows dW's chunks split: output rows, or row pairs in the pair form (pair 2). */
+inline int64_t dw_rows_of(const Problem& p, int pair) {
+  return pair == 2 ? (p.geo.out[1] + 1) / 2 : p.geo.out[1];
+}
+
 /** Sizes the cost model's passes count (TBE layouts, padding lanes included). */
 inline double input_bytes(const Problem& p) { return p.in_dtype == DType::kFloat32 ? 4 : 2; }
 inline double dy_elems(const Problem& p) {
