@@ -44,12 +44,11 @@ const TileSpace& space() {
   return s;
 }
 
-/** The register tiles a target holds: cv x kwt x nv accumulators within tile_accumulators, or, in
- * the pair form on AVX-512, up to 24 (each x pair broadcast feeds one dot as an embedded
- * broadcast, so only the nv dy vectors stay live beside them). */
-bool tile_fits(const Problem& p, const Context& ctx, int cv, int nv, int kwt, int pair) {
-  const int most = pair == 2 && ctx.target.has_feature(Target::AVX512) && nv == 1
-                       ? 24 : tile_accumulators(ctx.target, nv);
+/** The register tiles a target holds: cv x kwt x nv accumulators within tile_accumulators, or, on
+ * AVX-512 with one channel vector, up to 24 (each x broadcast then feeds one FMA or dot as an
+ * embedded broadcast, so only the dy vector stays live beside them). */
+bool tile_fits(const Problem& p, const Context& ctx, int cv, int nv, int kwt) {
+  const int most = ctx.target.has_feature(Target::AVX512) && nv == 1 ? 24 : tile_accumulators(ctx.target, nv);
   return p.group.cout_g % (16 * nv) == 0 && p.geo.kernel[2] % kwt == 0 && cv * nv * kwt <= most;
 }
 
@@ -68,13 +67,22 @@ FewCinTiles choose_tiles(const Problem& p, const Context& ctx) {
   double best = 1e9;
   for (int nv = 1; nv <= nblocks; ++nv) {
     for (int kwt = 1; kwt <= g.kernel[2]; ++kwt) {
-      if (!tile_fits(p, ctx, t.cv, nv, kwt, 1)) continue;
+      if (!tile_fits(p, ctx, t.cv, nv, kwt)) continue;
       const double cost = double(nv + t.cv * kwt) / (t.cv * nv * kwt);
       if (cost < best) best = cost, t.nv = nv, t.kwt = kwt;
     }
   }
+  // Pairs: one channel vector and the most kw taps that fit, so every x pair is an embedded
+  // broadcast of its one dot (a broadcast into a register shared by nv dots costs Zen 4's
+  // vector pipes): the stem's 3c0 x 7kw x 16n ran 26.7 ms against 31.7 for 3c0 x 1kw x 64n.
+  // Not where that leaves too few accumulators to cover the dot latency.
+  for (int kwt = (int)g.kernel[2]; t.pair == 2 && kwt >= 1; --kwt) {
+    if (!tile_fits(p, ctx, t.cv, 1, kwt)) continue;
+    if (t.cv * kwt >= 8) t.nv = 1, t.kwt = kwt;
+    break;
+  }
   const VariantFields f = space().resolve(ctx.variant, {{"nv", &t.nv}, {"kwt", &t.kwt}});
-  space().require(!(f.count("nv") || f.count("kwt")) || tile_fits(p, ctx, t.cv, t.nv, t.kwt, t.pair),
+  space().require(!(f.count("nv") || f.count("kwt")) || tile_fits(p, ctx, t.cv, t.nv, t.kwt),
                   ctx.variant,
                   "16*nv must divide cout_g (" + std::to_string(p.group.cout_g) + "), kwt Kw (" +
                       std::to_string(g.kernel[2]) + "), and " + std::to_string(t.cv) +
@@ -106,23 +114,33 @@ std::string key_of(const Problem& p, const FewCinTiles& t) {
   return space().key(f);
 }
 
-/** "" (the own choice) first, then the tile of every kw tap for one channel vector (one
- * broadcast per FMA or dot, folded into it) and the other form where the target computes pairs
- * natively. */
+/** "" (the own choice) first, then the other form's own tile (where the target computes pairs
+ * natively), and in each form both tiles the rules weigh: the fewest loads per FMA, and one
+ * channel vector with the most kw taps that fit (every broadcast folded into its one FMA or dot). */
 std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   Context own = ctx;
   own.variant = "";
   const FewCinTiles d = choose_tiles(p, own);
+  std::vector<int> forms{d.pair};
+  if (dw_pairs_apply(p) && (d.pair == 2 || bf16_dots_pay(ctx.target))) forms.push_back(3 - d.pair);
   std::vector<std::string> keys{key_of(p, d)};
-  const int kwt = (int)p.geo.kernel[2];
-  for (int pair : {d.pair, 3 - d.pair}) {
-    if (pair != d.pair && !(dw_pairs_apply(p) && (d.pair == 2 || bf16_dots_pay(ctx.target)))) continue;
-    FewCinTiles t = d;
-    t.pair = pair;
+  Context fmas = own;
+  if (dw_pairs_apply(p)) fmas.variant = "pair=1";
+  const FewCinTiles f = choose_tiles(p, fmas);
+  for (int pair : forms) {
+    Context c = own;
+    c.variant = "pair=" + std::to_string(pair);
+    FewCinTiles t = dw_pairs_apply(p) ? choose_tiles(p, c) : d;
     keys.push_back(key_of(p, t));
-    if (tile_fits(p, ctx, d.cv, 1, kwt, pair)) {
-      t.nv = 1, t.kwt = kwt;
+    if (tile_fits(p, ctx, d.cv, f.nv, f.kwt)) {
+      t.nv = f.nv, t.kwt = f.kwt;
       keys.push_back(key_of(p, t));
+    }
+    for (int kwt = (int)p.geo.kernel[2]; kwt >= 1; --kwt) {
+      if (!tile_fits(p, ctx, d.cv, 1, kwt)) continue;
+      t.nv = 1, t.kwt = kwt;
+      if (d.cv * kwt >= 8) keys.push_back(key_of(p, t));
+      break;
     }
   }
   return TileSpace::candidates(keys, 6);

@@ -123,6 +123,45 @@ TEST_P(Bf16DwPairsTest, NativeDotProductsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwPairsTest, ::testing::Range(0, (int)std::size(kDwCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kDwCases[i.param].name; });
 
+// dw_cout_lanes' pair form (few input channels: output channels in the lanes, an x pair of one
+// lane broadcast into each dot): a stem-like stride-2 row with pads, an odd Ho (its last row
+// paired with zeros) and several real groups.
+const Case kDwCoutCases[] = {
+    {"stemlike", 2, 3, 32, 1, {3, 11, 12}, {2, 5, 5}, {1, 2, 2}, {1, 1, 1}, {1, 0, 2, 2, 2, 2}},
+    {"few_odd_rows", 1, 4, 16, 1, {4, 5, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+    {"few_grouped", 1, 6, 64, 2, {3, 6, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 1, 1}},
+};
+
+void check_dw_cout(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot,
+                   bool want_folded = false) {
+  const Problem p = test::dw_problem(c, DType::kBFloat16);
+  ASSERT_EQ(sched::find_schedule(sched::dw_registry(), "dw_cout_lanes")->why_not(p), "") << c.name;
+  lower::Lowered l = lower::lower(p, lower::select(p, {"dw_cout_lanes", variant}, 2, t), 2, t);
+  ASSERT_NE(l.variant.find("pair=2"), std::string::npos) << l.variant;
+  const std::string s = test::assembly(l.pipeline, l.args, t, std::string("bf16_pairs_dwc_") + c.name);
+  EXPECT_EQ(s.find("vdpbf16ps") != std::string::npos, want_dot) << c.name << " " << t.to_string();
+  // One vector of channels: each x pair feeds its one dot as an embedded broadcast
+  // (lower/dot_operands.h); with more, the broadcast is shared in a register.
+  if (want_folded) EXPECT_TRUE(has_folded_dot(s)) << c.name << " " << l.variant;
+  test::check_bf16_dw(c, p, l.pipeline, l.args, t, 21);
+}
+
+class Bf16DwCoutPairsTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(Bf16DwCoutPairsTest, PortableLoweringMatchesReference) {
+  check_dw_cout(kDwCoutCases[GetParam()], without_bf16_dot(lower::host_target()), "pair=2", false);
+}
+
+TEST_P(Bf16DwCoutPairsTest, NativeDotProductsMatchReference) {
+  const Halide::Target t = lower::host_target();
+  if (const std::string why = no_bf16_dot(t); !why.empty()) GTEST_SKIP() << why;
+  check_dw_cout(kDwCoutCases[GetParam()], t, "nv=1,kwt=1,pair=2", true, true);
+  check_dw_cout(kDwCoutCases[GetParam()], t, "pair=2", true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwCoutPairsTest, ::testing::Range(0, (int)std::size(kDwCoutCases)),
+                         [](const ::testing::TestParamInfo<int>& i) { return kDwCoutCases[i.param].name; });
+
 TEST(Bf16Pairs, DwPairsAreOfferedWhereStagingDominatesToo) {
   // The estimate weighs staging x twice against the dot rate; the form is a candidate.
   const Problem p = test::dw_problem(kDwCases[3], DType::kBFloat16);
