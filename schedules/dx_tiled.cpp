@@ -106,6 +106,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
                              : "") +
            (reads_dy_in_place(p, s, t) ? "dy read in place, "
             : slides_dy(p, s, t)        ? "dy staged by rows, "
+            : t.pair == 1               ? "dy staged whole, "
                                         : "") +
            std::to_string(ctx.threads) + " threads";
   }

@@ -388,7 +388,7 @@ TEST(CostModel, DxReadsFp32DyInPlaceWhereChunkedOrPeeled) {
 TEST(CostModel, DxStagesSixteenBitDyByRowsAtUnitStride) {
   // Where dx_tiled does not read dy in place at unit stride (16-bit dy, or fp32 rows of more
   // tiles than are peeled), it stages dy row by row beside the tiles (no pass of its own); with
-  // strides, whole. Each channel block's sweep over a depth slice converts the rows again: a
+  // strides or dilations, whole. Each channel block's sweep over a depth slice converts the rows again: a
   // tile of one block converts twice as often as one of two blocks (kLarge: 4 per group).
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
@@ -405,6 +405,24 @@ TEST(CostModel, DxStagesSixteenBitDyByRowsAtUnitStride) {
             std::string::npos);
   EXPECT_EQ(describes(dx_problem(kStrided, DType::kFloat16), "qt=7,ct=1").find("by rows"),
             std::string::npos);
+  EXPECT_NE(describes(dx_problem(kStrided, DType::kFloat16), "qt=7,ct=1").find("dy staged whole"),
+            std::string::npos);
+  // Dilated rows are staged whole too: Halide's sliding window did not slide over a dilated
+  // window of rows (each output row converted all of it again).
+  {
+    ParaDict para = para_of(kLarge, true);
+    para.pads = std::vector<int64_t>(6, 2);
+    para.dilations = {1, 2, 2, 2, 1};
+    const Conv& c = kLarge;  // dilation 2, pad 2: dy has x's extent
+    const Problem dilated = make_backprop_input_problem(
+        shape_fz3d({c.cout, c.cin, 3, 3, 3}, 1), DType::kFloat16,
+        {c.n, c.d, (c.cout + 15) / 16, c.h, c.w, 16}, DType::kFloat16, {c.cout, c.cin, 3, 3, 3},
+        {c.n, c.d, c.h, c.w, c.cin}, para);
+    for (const char* v : {"qt=8,ct=2,kwt=3,kt=3,hb=8", "qt=8,ct=2,kwt=3,kt=27,hb=8"}) {
+      EXPECT_EQ(describes(dilated, v).find("by rows"), std::string::npos) << v;
+      EXPECT_NE(describes(dilated, v).find("dy staged whole"), std::string::npos) << v;
+    }
+  }
   const sched::Estimate one = s->estimate(f16, {avx512, 1, "qt=8,ct=1,kwt=3,kt=27,hb=8"});
   const sched::Estimate two = s->estimate(f16, {avx512, 1, "qt=8,ct=2,kwt=3,kt=27,hb=8"});
   EXPECT_GT(one.passes, two.passes);
