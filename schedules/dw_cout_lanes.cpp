@@ -202,7 +202,7 @@ class DwCoutLanes final : public DwSchedule {
                    out_elems * 8 * (t.parts > 1 ? 1 + t.parts : 1);
     n.pass_ops = out_elems;
     n.lane_use = lane_use_of(g.flops() / t.pair, n);
-    n.executed = t.pair == 2 ? 1.0 : ops::inside_tap_share(p);  // row pairs keep the pads' taps
+    n.executed = ops::inside_tap_share(p);  // row pairs skip the pads as rows do
     return evaluate(n, Machine::of(ctx.target));
   }
 

@@ -328,7 +328,8 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
                             (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + staged) : 0)) +
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
-  n.executed = t.pair == 2 ? 1.0 : ops::inside_tap_share(p);  // row pairs keep the pads' rows
+  // Row pairs skip the pads as rows do (a pair where both rows read pads): about the same share.
+  n.executed = ops::inside_tap_share(p);
   return evaluate(n, Machine::of(ctx.target));
 }
 

@@ -261,6 +261,20 @@ def test_dw_split_depth_tail():
                    what="depth_tail dW f32 " + name + ":" + variant)
 
 
+def test_dw_pair_split_depth_tail():
+    """dW's pair form (bf16) with its reduction split over an output depth of 5 in 3 parts of 2
+    (fuzz_geometries.py --tiles --dtypes bfloat16 --cases 40 --seed 1138, once the pair form left
+    out the taps into the pads): dy's row pairs were staged per chunk under the tail part's guard
+    without dy's depth clamped to its extent ("dy is accessed at 5", max 4). The failing kernels
+    and dw_tiled's own choice, against the float64 oracle."""
+    geo = O.Geometry(2, 20, 56, (7, 2, 9), (3, 3, 1), strides=(1, 1, 1), pads=(0, 2, 3, 0, 0, 3),
+                     dilations=(2, 1, 1), groups=4, name="pair_depth_tail")
+    assert geo.out_dhw[0] == 5
+    rng = np.random.default_rng(SEED + 604)
+    for variant in ("nt=8,kwt=1,ch=2,parts=3,pair=2", "pair=2", ""):
+        O.check_op(geo, "dW", "bfloat16", rng, "dw_tiled", variant)
+
+
 # Geometries the fuzzer (tests/fuzz/fuzz_geometries.py --cases 300 --seed 11) found failing
 # with internal errors, each with the computation that failed: (name, N, Cin, Cout, groups, in,
 # kernel, strides, pads, dilations, op, schedule, variant).
