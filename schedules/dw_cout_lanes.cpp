@@ -56,11 +56,7 @@ FewCinTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   FewCinTiles t;
   t.cv = cin_valid(p);
-  const VariantFields asked = space().parse(ctx.variant);
-  t.pair = asked.count("pair") ? asked.at("pair")
-                               : dw_pairs_apply(p) && bf16_dots_pay(ctx.target) ? 2 : 1;
-  space().require(t.pair == 1 || (t.pair == 2 && dw_pairs_apply(p)), ctx.variant,
-                  "pair must be 1, or 2 for bf16 inputs whose x rows are staged");
+  t.pair = dw_pair_of(p, ctx.target, space(), ctx.variant);
   // Per reduction point a tile loads nv dy vectors and broadcasts cv*kwt x values for
   // cv*nv*kwt FMAs: take the fewest loads per FMA within the accumulators the target holds.
   const int nblocks = (int)(p.group.cout_g / 16);
@@ -81,17 +77,19 @@ FewCinTiles choose_tiles(const Problem& p, const Context& ctx) {
     if (t.cv * kwt >= 8) t.nv = 1, t.kwt = kwt;
     break;
   }
-  const VariantFields f = space().resolve(ctx.variant, {{"nv", &t.nv}, {"kwt", &t.kwt}});
-  space().require(!(f.count("nv") || f.count("kwt")) || tile_fits(p, ctx, t.cv, t.nv, t.kwt),
-                  ctx.variant,
-                  "16*nv must divide cout_g (" + std::to_string(p.group.cout_g) + "), kwt Kw (" +
-                      std::to_string(g.kernel[2]) + "), and " + std::to_string(t.cv) +
-                      " lanes x nv x kwt accumulators fit the target's registers");
   // A chunk's dy rows (every output channel) stay in L1 while all tiles stream them (on the
   // stem, a couple of rows ran best: fewer re-enter the tiles too often, more leave L1). A row
   // pair of bf16 takes the bytes of one fp32 row.
-  const int64_t row_bytes = g.out[2] * p.group.cout_g * 4;
-  t.ch = largest_divisor_upto(dw_rows_of(p, t.pair), std::max<int64_t>(1, (32 << 10) / row_bytes));
+  const int64_t row_bytes = g.out[2] * p.group.cout_g * 4, rows = dw_rows_of(p, t.pair);
+  t.ch = largest_divisor_upto(rows, std::max<int64_t>(1, (32 << 10) / row_bytes));
+  const VariantFields f = space().resolve(ctx.variant, {{"nv", &t.nv}, {"kwt", &t.kwt}, {"ch", &t.ch}});
+  space().require((!(f.count("nv") || f.count("kwt")) || tile_fits(p, ctx, t.cv, t.nv, t.kwt)) &&
+                      rows % t.ch == 0,
+                  ctx.variant,
+                  "16*nv must divide cout_g (" + std::to_string(p.group.cout_g) + "), kwt Kw (" +
+                      std::to_string(g.kernel[2]) + "), " + std::to_string(t.cv) +
+                      " lanes x nv x kwt accumulators fit the target's registers, and ch divide "
+                      "the rows (" + std::to_string(rows) + (t.pair == 2 ? " row pairs)" : ")"));
   t.tiles = (p.group.cout_g / (16 * t.nv)) * (g.kernel[2] / t.kwt) * g.kernel[1] * g.kernel[0] *
             p.group.real_g;
   t.stage_x = stage_x_rows(p);
@@ -100,11 +98,7 @@ FewCinTiles choose_tiles(const Problem& p, const Context& ctx) {
   t.xs_root = xs_bytes <= kMaxRootXsBytes;
   // Few tiles balance badly over threads: split the reduction into a fixed number of parts.
   if (t.tiles < 8) t.parts = dw_parts(p, kDwSplitParts);
-  const VariantFields r = space().resolve(ctx.variant, {{"ch", &t.ch}});
-  space().require(dw_rows_of(p, t.pair) % t.ch == 0, ctx.variant,
-                  "ch must divide the rows (" + std::to_string(dw_rows_of(p, t.pair)) +
-                      (t.pair == 2 ? " row pairs)" : ")"));
-  if (r.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, r.at("parts"));
+  if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
   return t;
 }
 
@@ -122,7 +116,7 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   own.variant = "";
   const FewCinTiles d = choose_tiles(p, own);
   std::vector<int> forms{d.pair};
-  if (dw_pairs_apply(p) && (d.pair == 2 || bf16_dots_pay(ctx.target))) forms.push_back(3 - d.pair);
+  if (dw_other_pair_offered(p, ctx.target, d.pair)) forms.push_back(3 - d.pair);
   std::vector<std::string> keys{key_of(p, d)};
   Context fmas = own;
   if (dw_pairs_apply(p)) fmas.variant = "pair=1";

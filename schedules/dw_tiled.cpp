@@ -72,11 +72,6 @@ bool x_in_place_applies(const Problem& p, const Halide::Target& target) {
          (ops::keeps_no_pad_taps(p) || bound) && !(bound && prefetches_staged_x(target));
 }
 
-/* The pair form (dw_pairs_apply): where staging dominates it stages every x row twice (as a
- * pair's first and second row), which the estimate charges: with dy's pairs read as embedded
- * broadcasts (lower/dot_operands.h) it won there too on Zen 4 (seed dW 9.1 -> 7.9 ms, 1x1x1
- * 4.4 -> 3.4 ms; 1 thread). */
-
 /** Whether x's staging can span several output depth slices (DwTiles::db): staged fp32 rows
  * (not the pair form) and kd taps that overlap between neighbouring slices. */
 bool depth_blocks_apply(const Problem& p, const DwTiles& t) {
@@ -138,11 +133,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   DwTiles t;
   const VariantFields asked = space().parse(ctx.variant);
-  t.pair = asked.count("pair") ? asked.at("pair")
-                               : dw_pairs_apply(p) && bf16_dots_pay(ctx.target) ? 2 : 1;
-  space().require(t.pair == 1 || (t.pair == 2 && dw_pairs_apply(p)), ctx.variant,
-                  "pair must be 1, or 2 for bf16 inputs whose x rows are staged and whose "
-                  "staging does not dominate");
+  t.pair = dw_pair_of(p, ctx.target, space(), ctx.variant);
   const int64_t rows = dw_rows_of(p, t.pair);
   const Machine m = Machine::of(ctx.target);
   if (ctx.target.has_feature(Target::AVX512)) {
@@ -256,7 +247,7 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     list.push_back(t);
   }
   // The other form, with its own chunk (pairs only where the target computes them natively).
-  if (dw_pairs_apply(p) && (d.pair == 2 || bf16_dots_pay(ctx.target))) {
+  if (dw_other_pair_offered(p, ctx.target, d.pair)) {
     Context other = own;
     other.variant = "pair=" + std::to_string(3 - d.pair);
     list.push_back(choose_tiles(p, other));

@@ -56,6 +56,12 @@ bool slides_dy(const Problem& p, const GemmShape& s, const GemmTiles& t) {
          !reads_dy_in_place(p, s, t);
 }
 
+/** Whether dy is staged whole, in a pass of its own (stage_root): where the tiles neither read it
+ * in place nor stage it by rows (strides, dilations, bf16 pairs). */
+bool stages_dy_whole(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  return !reads_dy_in_place(p, s, t) && !slides_dy(p, s, t);
+}
+
 /** Whether the tiles of a row run unrolled, each with constant positions: at unit stride where
  * dy is read in place unchunked (above; on staged dy peeling there only cost compile time: e1
  * dX 4.07 ms peeled against 4.06, compiled in 0.4 s against 0.3); in the stride-phase frame
@@ -106,8 +112,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
                              : "") +
            (reads_dy_in_place(p, s, t) ? "dy read in place, "
             : slides_dy(p, s, t)        ? "dy staged by rows, "
-            : t.pair == 1               ? "dy staged whole, "
-                                        : "") +
+                                        : "dy staged whole, ") +
            std::to_string(ctx.threads) + " threads";
   }
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -209,9 +214,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // L2: only the writes count).
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
-  const bool in_place = reads_dy_in_place(p, s, t);
-  const bool by_rows = slides_dy(p, s, t);
-  n.pass_bytes = (w_elems + (in_place || by_rows ? 0 : staged_dy_elems(p))) *
+  const bool in_place = reads_dy_in_place(p, s, t), by_rows = slides_dy(p, s, t);
+  n.pass_bytes = (w_elems + (stages_dy_whole(p, s, t) ? staged_dy_elems(p) : 0)) *
                      (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
   // Rows staged as the tiles reach them: dy itself read once from memory (the rows converted
@@ -282,8 +286,7 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
     a.dysp.vectorize(a.e);
   } else {
     stage_dx_weights(a, p, t.ct);
-    if (!reads_dy_in_place(p, s, t) && !slides_dy(p, s, t))
-      stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+    if (stages_dy_whole(p, s, t)) stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
   }
   const bool peel = peeled_row(p, s, t);
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");

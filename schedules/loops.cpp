@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "schedules/cost_model.h"
 #include "schedules/tiling.h"
 #include "tbex/errors.h"
 
@@ -114,6 +115,20 @@ int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::str
                     " parts of batch " + std::to_string(p.geo.n) + " (or depth " +
                     std::to_string(p.geo.out[0]) + "): give a count the split yields");
   return parts;
+}
+
+int dw_pair_of(const Problem& p, const Target& target, const TileSpace& space,
+               const std::string& variant) {
+  const VariantFields asked = space.parse(variant);
+  const int pair = asked.count("pair") ? asked.at("pair")
+                                       : dw_pairs_apply(p) && bf16_dots_pay(target) ? 2 : 1;
+  space.require(pair == 1 || (pair == 2 && dw_pairs_apply(p)), variant,
+                "pair must be 1, or 2 for bf16 inputs whose x rows are staged");
+  return pair;
+}
+
+bool dw_other_pair_offered(const Problem& p, const Target& target, int own_pair) {
+  return dw_pairs_apply(p) && (own_pair == 2 || bf16_dots_pay(target));
 }
 
 DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int parts, int ch) {

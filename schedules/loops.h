@@ -90,6 +90,19 @@ int64_t dw_depth_extent(const Problem& p, int parts);
 int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
                         int requested);
 
+/** dW's form for `variant` (key "pair"): 2, the pair form (bf16 dot products over row pairs),
+ * where dw_pairs_apply and the target's dots pay (bf16_dots_pay), else 1; a variant's pair=2
+ * elsewhere compiles Halide's portable lowering (a UserError through `space` where pairs do
+ * not apply). Where staging dominates, the pair form stages every x row twice (as a pair's
+ * first and second row), which the schedules' estimates charge; with the broadcast pair read
+ * as an embedded broadcast (lower/dot_operands.h) it won there too on Zen 4 (seed dW 9.1 -> 7.9
+ * ms, 1x1x1 4.4 -> 3.4 ms; 1 thread). */
+int dw_pair_of(const Problem& p, const Halide::Target& target, const TileSpace& space,
+               const std::string& variant);
+/** Whether a dW schedule whose own form is `own_pair` also offers the other one as a candidate:
+ * where pairs apply and the target computes them natively. */
+bool dw_other_pair_offered(const Problem& p, const Halide::Target& target, int own_pair);
+
 DwReduction split_dw_reduction(Halide::Func acc, const Halide::RDom& r, const Problem& p,
                                int parts, int ch);
 

@@ -86,8 +86,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, Bf16PairsTest, ::testing::Range(0, (int)std::siz
                          [](const ::testing::TestParamInfo<int>& i) { return kCases[i.param].name; });
 
 // dW pairs output rows (an odd Ho pairs its last row with zeros); x rows are staged per chunk,
-// which the pair form does twice, so it is offered only where staging does not dominate
-// (channels enough): these cases.
+// which the pair form does twice: wide channels, and a staging-bound seed-like case.
 const Case kDwCases[] = {
     {"wide_odd_rows", 1, 64, 64, 1, {4, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     {"wide_strided", 2, 48, 64, 1, {5, 7, 6}, {3, 3, 2}, {2, 2, 1}, {1, 1, 1}, {1, 0, 1, 1, 0, 1}},
