@@ -182,14 +182,17 @@ class DwCoutLanes final : public DwSchedule {
     n.visit_bytes = t.ch * (x_row + double(g.out[2]) * t.nv * 64);
     n.visit_footprint = (int64_t)n.visit_bytes;
     const int64_t w_pad = padded_w(p);
-    n.chunk_footprint = x_rows_of(p, t.ch * t.pair) * w_pad * t.cv * 4 * g.kernel[0] * p.group.real_g +
+    n.chunk_footprint = dw_staged_x_rows(p, t.ch, t.pair) * w_pad * t.cv * 4 * g.kernel[0] * p.group.real_g +
                         t.ch * g.out[2] * 4 * p.group.cout_g * p.group.real_g;
     n.units = t.parts > 1 ? t.parts : t.tiles;
     // Passes: x staged at its valid lanes (pairs: every row twice, in bf16), dy staged
     // n-innermost (pairs: as row pairs) per chunk, the transposing output stage (a gather per
     // output element) and the partial sums.
-    const double x_elems = double(g.n) * g.in[0] * p.group.real_g * t.cv *
-                           (g.in[1] + g.pads[2] + g.pads[3]) * w_pad;
+    // Staged whole: the padded frame's rows, or the row pairs of every output pair by tap.
+    const double x_rows = t.pair == 2 && ops::pair_rows_by_tap(p)
+                              ? double(dw_staged_x_rows(p, dw_rows_of(p, 2), 2))
+                              : double(g.in[1] + g.pads[2] + g.pads[3]);
+    const double x_elems = double(g.n) * g.in[0] * p.group.real_g * t.cv * x_rows * w_pad;
     const double in_b = input_bytes(p), out_elems = dw_out_elems(p);
     const double x_pass = t.pair == 2 ? 2 * (in_b + 2) : in_b + 4, dy_pass = t.pair == 2 ? in_b + 2 : in_b + 4;
     n.pass_bytes = (t.stage_x ? x_elems * x_pass : 0) + dy_elems(p) * dy_pass +

@@ -86,12 +86,13 @@ int64_t x_slices_of(const Problem& p, int64_t db) {
   return std::min(db * g.kernel[0], (db - 1) * g.stride[0] + (g.kernel[0] - 1) * g.dilation[0] + 1);
 }
 
-/** Bytes a chunk of `rows` output rows of `db` depth slices stages and every tile passes over:
- * x (all blocks, every kd and kh) and dy rows (every output channel). */
-int64_t chunk_footprint(const Problem& p, int64_t rows, int64_t db) {
+/** Bytes a chunk of t.ch output rows (or row pairs) of `db` depth slices stages and every tile
+ * passes over: x (all blocks, every kd and kh) and dy rows (every output channel). */
+int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
   const ConvGeometry& g = p.geo;
-  return x_rows_of(p, rows) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * x_slices_of(p, db) +
-         db * rows * g.out[2] * 64 * g.cout1();
+  return dw_staged_x_rows(p, t.ch, t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g *
+             x_slices_of(p, db) +
+         db * t.ch * t.pair * g.out[2] * 64 * g.cout1();
 }
 
 /** The depth slices per chunk the schedule picks: the most (dividing the part's depth) whose
@@ -103,7 +104,7 @@ int own_depth_block(const Problem& p, const DwTiles& t, const Machine& m) {
   const int64_t extent = dw_depth_extent(p, t.parts);
   int best = 1;
   for (int64_t db = 2; db <= extent; ++db)
-    if (extent % db == 0 && chunk_footprint(p, t.ch * t.pair, db) <= m.l2 / 2) best = (int)db;
+    if (extent % db == 0 && chunk_footprint(p, t, db) <= m.l2 / 2) best = (int)db;
   return best;
 }
 
@@ -179,7 +180,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   // prefetches them (prefetches_staged_x).
   {
     const int64_t chunk_bytes =
-        x_rows_of(p, t.ch * t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
+        dw_staged_x_rows(p, t.ch, t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
     t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && staging_bound(p) &&
                    prefetches_staged_x(ctx.target);
     // Few tiles balance badly over threads, and staging-bound problems stage every chunk once
@@ -295,8 +296,8 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   const double dy_row = double(g.out[2]) * 64;
   n.visit_bytes = t.ch * t.pair * (x_row + dy_row);
   n.visit_footprint = (int64_t)n.visit_bytes;
-  n.chunk_footprint = chunk_footprint(p, t.ch * t.pair, t.db);
-  const int64_t x_rows = x_rows_of(p, t.ch * t.pair);
+  n.chunk_footprint = chunk_footprint(p, t, t.db);
+  const int64_t x_rows = dw_staged_x_rows(p, t.ch, t.pair);
   n.units = t.parts > 1 ? t.parts : tiles;
   // Passes: x staged per chunk (kd and kh overlap re-stage rows), dy converted per chunk, the
   // output stage, and adding the partial sums. Unsplit, every tile group (thread) stages every

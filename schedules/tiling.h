@@ -54,6 +54,14 @@ inline int64_t x_rows_of(const Problem& p, int64_t ch) {
   return (ch - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
 }
 
+/** Rows of x dW stages per chunk of `ch` output rows, or with pair == 2 (row pairs, two rows
+ * each in bf16: 64 bytes a column, as an fp32 row) per chunk of `ch` output row pairs: Kh per
+ * pair where they are indexed by tap (ops::pair_rows_by_tap), else the rows the pairs span. */
+inline int64_t dw_staged_x_rows(const Problem& p, int64_t ch, int pair) {
+  if (pair == 2 && ops::pair_rows_by_tap(p)) return p.geo.kernel[1] * ch;
+  return x_rows_of(p, ch * pair);
+}
+
 /** The staging rule of x's padded fp32 rows (dW): only when the rows are dense. A stride beyond
  * the dilated kernel (along h or w) leaves rows and columns nobody reads: a padded box would
  * mostly hold those (with huge strides and pads, more than memory), so x is read in place. */

@@ -122,6 +122,26 @@ TEST_P(Bf16DwPairsTest, NativeDotProductsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwPairsTest, ::testing::Range(0, (int)std::size(kDwCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kDwCases[i.param].name; });
 
+// Kernels one row high stage their x row pairs by output row pair (ops::pair_rows_by_tap):
+// 1x1x1 with an odd Ho, and rows with a top pad (the first pair's first row in it), strided depth
+// and width taps, each in chunks of one row pair and of all of them.
+TEST(Bf16Pairs, DwPairsOfOneRowKernelsMatchReference) {
+  const Case cases[] = {
+      {"pointwise_odd_rows", 2, 32, 32, 1, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+      {"one_row_padded", 1, 32, 16, 1, {3, 5, 9}, {3, 1, 3}, {2, 1, 2}, {1, 1, 1}, {1, 1, 1, 0, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    const Problem p = test::dw_problem(c, DType::kBFloat16);
+    ASSERT_TRUE(ops::pair_rows_by_tap(p)) << c.name;
+    const std::string all = std::to_string((p.geo.out[1] + 1) / 2);
+    for (const std::string& ch : {std::string("1"), all}) {
+      const std::string v = "nt=4,kwt=1,ch=" + ch + ",parts=1,pair=2";
+      check_dw(c, without_bf16_dot(lower::host_target()), v, false);
+      if (no_bf16_dot(lower::host_target()).empty()) check_dw(c, lower::host_target(), v, true);
+    }
+  }
+}
+
 // dw_cout_lanes' pair form (few input channels: output channels in the lanes, an x pair of one
 // lane broadcast into each dot): a stem-like stride-2 row with pads, an odd Ho (its last row
 // paired with zeros) and several real groups.
@@ -129,6 +149,8 @@ const Case kDwCoutCases[] = {
     {"stemlike", 2, 3, 32, 1, {3, 11, 12}, {2, 5, 5}, {1, 2, 2}, {1, 1, 1}, {1, 0, 2, 2, 2, 2}},
     {"few_odd_rows", 1, 4, 16, 1, {4, 5, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     {"few_grouped", 1, 6, 64, 2, {3, 6, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 1, 1}},
+    // One row high (x row pairs staged by output row pair: ops::pair_rows_by_tap), top pad.
+    {"few_one_row", 1, 3, 16, 1, {3, 5, 8}, {2, 1, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1, 1, 1, 1}},
 };
 
 void check_dw_cout(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot,

@@ -66,7 +66,9 @@ struct DwAlgorithm {
    * where the target has it; docs/validation.md). use_pairs() swaps it in for xs, dys, acc, r
    * and out: the schedules see the same loop structure, r[1] counting row pairs, r[4] = e. */
   bool pairs = false;
-  Halide::Func xsp{"xsp"};    ///< (e, c0, wp, hp, c1g, dp, b, g) bf16 xs at rows hp and hp + sh
+  /// (e, c0, wp, hp, c1g, dp, b, g) bf16 xs at rows hp and hp + sh; where pair_rows_by_tap,
+  /// hp = ho2 * Kh + kh names the row pair that output row pair ho2 reads through tap kh.
+  Halide::Func xsp{"xsp"};
   Halide::Func dysp{"dysp"};  ///< (e, n, wo, ho2, do, b, g) bf16 dy of row 2*ho2 + e (0 past Ho)
   Halide::Func accp{"accp"};  ///< acc's dims, sum over rp
   Halide::Func outp;          ///< out reading accp (named "out" too)
@@ -388,6 +390,13 @@ inline double inside_tap_share(const Problem& p) {
     if (skips_outside(p, i)) share *= inside_share(p, i);
   return share;
 }
+
+/** Whether dW's pair form indexes its staged x row pairs by (output row pair, kh tap) rather
+ * than by first row: kernels one row high (Kh = 1). By first row, a chunk of c row pairs stages
+ * the 2*sh*(c-1) + 1 rows its pairs start at, of which it reads c: the others start between
+ * pairs (a third of d dW bf16's staging at 2 row pairs a chunk). Taller kernels read most of
+ * the rows between (strided ones some), and their chunk choice was measured by first row. */
+inline bool pair_rows_by_tap(const Problem& p) { return p.geo.kernel[1] == 1; }
 
 /** Valid input lanes of a real group's first input block: min(16, mag_factor * Cin/groups). */
 inline int cin_valid(const Problem& p) {
