@@ -23,7 +23,7 @@ namespace {
 // Bumped when the suite measures something differently: older files are re-measured.
 // 2: the clock from register adds (format 1's immediate adds read 23 GHz on Golden Cove), the
 // AMX tile multiply chain and the VDPBF16PS rate.
-constexpr int kFormat = 3;
+constexpr int kFormat = 4;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
 std::string cpuinfo(const std::string& field) {
@@ -152,6 +152,7 @@ json::Value to_json(const Calibration& c) {
           {"parallel_for_cycles", c.parallel_for_cycles},
           {"amx_bf16_tile_multiply_cycles", c.tile_multiply_cycles},
           {"avx512_bf16_dot_per_cycle", c.bf16_dot_per_cycle},
+          {"dram_run_start_cycles", c.dram_run_start_cycles},
           {"seconds", c.seconds}};
 }
 
@@ -175,6 +176,7 @@ Calibration calibration_from_json(const json::Value& v, const std::string& path)
   c.tile_multiply_cycles =
       json::as_number(json::member(v, "amx_bf16_tile_multiply_cycles", path), path);
   c.bf16_dot_per_cycle = json::as_number(json::member(v, "avx512_bf16_dot_per_cycle", path), path);
+  c.dram_run_start_cycles = json::as_number(json::member(v, "dram_run_start_cycles", path), path);
   c.seconds = json::as_number(json::member(v, "seconds", path), path);
   user_check(c.ghz > 0, code::kValue, path.c_str(), path + ": ghz is not positive");
   return c;

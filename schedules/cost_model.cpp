@@ -40,6 +40,7 @@ void apply(const Calibration& c, Machine& m) {
   m.fork_cycles = c.parallel_for_cycles;
   if (c.tile_multiply_cycles > 0) m.tile_multiply_cycles = c.tile_multiply_cycles;
   if (m.lanes >= 16 && c.bf16_dot_per_cycle > 0) m.dot_pipes = c.bf16_dot_per_cycle;
+  m.dram_run_start = c.dram_run_start_cycles;
   if (m.lanes >= 16 && w.bcast_fma_per_cycle > 0) m.folded_fma_pipes = w.bcast_fma_per_cycle;
   if (m.lanes >= 16 && w.reg_bcast_fma_per_cycle > 0)
     m.register_broadcast_cycles =
@@ -175,6 +176,7 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   auto beyond_l2_bw = [&](int64_t footprint) {
     return footprint <= m.l3 ? (shared ? m.l3_bw_mt : m.l3_bw) : (shared ? m.dram_bw_mt : m.dram_bw);
   };
+  if (n.dram_runs > 0) e.passes += n.dram_runs * m.dram_run_start / std::max(1, n.threads);
   if (n.reread_bytes > 0)
     e.passes += n.reread_bytes / beyond_l2_bw(n.reread_footprint) / std::max(1, n.threads);
   if (n.burst_write_bytes > 0)

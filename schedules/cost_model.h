@@ -91,6 +91,10 @@ struct Machine {
    * feeds (a broadcast several of them share; one feeding a single FMA or dot is folded into
    * it). 0 where a broadcast is a load (Intel); Zen 4 0.33 (calibrated). */
   double register_broadcast_cycles = 0;
+  /** Cycles a short run read from DRAM (one block's rows of a chunk read in place) costs beyond
+   * its bytes: the calibrated Calibration::dram_run_start_cycles (Zen 4: ~700); 0 (not priced)
+   * uncalibrated. */
+  double dram_run_start = 0;
   bool calibrated = false;  ///< the rates above were measured on this host
 
   /** Bytes a tile visit may touch and still find them in L1 on its next step and on the next
@@ -143,6 +147,10 @@ struct LoopNest {
    * passes, from L3 or DRAM. */
   double reread_bytes = 0;
   int64_t reread_footprint = 0;
+  /** Short runs the loops read from DRAM where they lie (a chunk's rows of one block of panels
+   * larger than the L3, read in place): each costs Machine::dram_run_start beside its bytes,
+   * the wait before the prefetchers stream it; fewer, longer runs wait less. */
+  double dram_runs = 0;
   /** Bytes stored once each, in bursts the hot loop does not overlap (rows of partial sums
    * copied out of L1 once their chunks are summed): each line costs a read for ownership and a
    * write-back at the bandwidth of the level those bytes fit, beside the passes. */

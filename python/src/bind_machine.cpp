@@ -50,7 +50,8 @@ void define_machine(pyb::module_& m) {
                              {"tile_multiply_cycles", mm.tile_multiply_cycles},
                              {"dot_pipes", mm.dot_pipes},
                              {"folded_fma_pipes", mm.folded_fma_pipes},
-                             {"register_broadcast_cycles", mm.register_broadcast_cycles}};
+                             {"register_broadcast_cycles", mm.register_broadcast_cycles},
+                             {"dram_run_start", mm.dram_run_start}};
         out["model"] = json::to_text(model);
         return out;
       },

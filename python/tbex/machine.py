@@ -29,6 +29,8 @@ def describe(remeasure: bool = False) -> str:
         lines.append(f"read bandwidth, bytes/cycle per core (1 thread | {c['threads']} threads):")
         for level in ("L1", "L2", "L3", "DRAM"):
             lines.append(f"  {level:5s} {one[level]:8.2f} | {many[level]:8.2f}")
+        lines.append(f"starting a short run (4 KiB) from DRAM: "
+                     f"{c['dram_run_start_cycles']:.0f} cycles beyond its bytes")
         lines.append(f"empty parallel-for on {c['threads']} threads: "
                      f"{c['parallel_for_cycles']:.0f} cycles")
         dot = c["avx512_bf16_dot_per_cycle"]

@@ -51,6 +51,9 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
       EXPECT_GT(a.bw_mt[i], 0.0) << i;
     }
     EXPECT_GT(a.bw1[0], a.bw1[3]);  // L1 streams faster than DRAM
+    // A run start is a few hundred cycles of latency: not negative, not a millisecond.
+    EXPECT_GE(a.dram_run_start_cycles, 0.0);
+    EXPECT_LT(a.dram_run_start_cycles, 1e6);
   }
   EXPECT_GT(a.parallel_for_cycles, 0.0);
   EXPECT_GE(a.threads, 1);
@@ -68,8 +71,8 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   EXPECT_FALSE(measured);
 
   // Files of older suites are re-measured: before the clock fix (format 1), before the
-  // register-broadcast rate (format 2).
-  for (int format : {1, 2}) {
+  // register-broadcast rate (format 2), before the DRAM run start (format 3).
+  for (int format : {1, 2, 3}) {
     json::Value older = sched::to_json(a);
     older["format"] = format;
     support::write_text(path, json::to_text(older));
@@ -125,6 +128,7 @@ TEST(CostModelCalibration, MachineUsesItForTheHostOnly) {
   EXPECT_EQ(off.fma_pipes, defaults.fma_pipes);
   EXPECT_EQ(off.ghz, defaults.ghz);
   EXPECT_EQ(off.dram_bw, defaults.dram_bw);
+  EXPECT_EQ(off.dram_run_start, 0.0);  // not priced uncalibrated
 
   knobs::set("TBEX_CALIBRATE", "1");
   const sched::Calibration* c = sched::host_calibration();
@@ -138,6 +142,7 @@ TEST(CostModelCalibration, MachineUsesItForTheHostOnly) {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     EXPECT_TRUE(on.calibrated);
     EXPECT_EQ(on.ghz, c->ghz);
+    EXPECT_EQ(on.dram_run_start, c->dram_run_start_cycles);
     const sched::WidthRates& w = on.lanes >= 16 ? c->w512 : c->w256;
     EXPECT_EQ(on.fma_pipes, w.fma_per_cycle);
     EXPECT_EQ(on.fma_latency, w.fma_latency);

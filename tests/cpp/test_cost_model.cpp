@@ -574,6 +574,31 @@ TEST(CostModel, MicroKernelTerms) {
   EXPECT_GT(sched::evaluate(nest_with(8, 5), avx2).cycles, 1.9 * sched::evaluate(nest_with(8, 5), m).cycles);
 }
 
+// Panels read in place from DRAM pay a wait per short run (Machine::dram_run_start, calibrated)
+// beside the passes, per thread; dw_pointwise counts one run per block and chunk where x and dy
+// outgrow half the L3 (d dW f32: 16 MB), so longer chunks wait less, and none where they fit.
+TEST(CostModel, InPlaceRunsFromDramWaitPerRun) {
+  sched::Machine m;
+  m.dram_run_start = 500;
+  sched::LoopNest n = nest_with(12, 7);
+  n.threads = 2;
+  const double before = sched::evaluate(n, m).passes;
+  n.dram_runs = 1000;
+  EXPECT_NEAR(sched::evaluate(n, m).passes - before, 1000 * 500 / 2.0, 1e-6);
+
+  const Halide::Target host = Halide::get_host_target();
+  if (sched::Machine::of(host).dram_run_start <= 0) GTEST_SKIP() << "no DRAM run start calibrated";
+  const sched::DwSchedule* s = sched::dw_pointwise_schedule();
+  const Conv d{2, 256, 8, 28, 28, 64, {1, 1, 1}, {1, 1, 1}, 0}, small{1, 256, 1, 28, 28, 64, {1, 1, 1}, {1, 1, 1}, 0};
+  const char* short_chunks = "ct=2,nt=8,ch=4,parts=1";
+  const char* long_chunks = "ct=2,nt=8,ch=14,parts=1";
+  const Problem big = dw_problem(d), fits = dw_problem(small);
+  EXPECT_GT(s->estimate(big, {host, 1, short_chunks}).passes,
+            s->estimate(big, {host, 1, long_chunks}).passes + 1000);
+  EXPECT_EQ(s->estimate(fits, {host, 1, short_chunks}).passes,
+            s->estimate(fits, {host, 1, long_chunks}).passes);
+}
+
 // Broadcasts in registers (Zen 4: a 512-bit broadcast runs on the vector pipes) cost the multiply
 // pipes; a broadcast feeding one FMA or bf16 dot is folded into it (dots: lower/dot_operands.h)
 // and costs nothing there. A tile of 14 positions x 1 block (14 broadcasts, folded) against 7 x 2
