@@ -23,7 +23,7 @@ namespace {
 // Bumped when the suite measures something differently: older files are re-measured.
 // 2: the clock from register adds (format 1's immediate adds read 23 GHz on Golden Cove), the
 // AMX tile multiply chain and the VDPBF16PS rate.
-constexpr int kFormat = 4;
+constexpr int kFormat = 5;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
 std::string cpuinfo(const std::string& field) {
@@ -57,7 +57,8 @@ json::Value rates_json(const WidthRates& w) {
           {"fma_latency", w.fma_latency},
           {"loads_per_cycle", w.loads_per_cycle},
           {"bcast_fma_per_cycle", w.bcast_fma_per_cycle},
-          {"reg_bcast_fma_per_cycle", w.reg_bcast_fma_per_cycle}};
+          {"reg_bcast_fma_per_cycle", w.reg_bcast_fma_per_cycle},
+          {"small_loads_per_cycle", w.small_loads_per_cycle}};
 }
 
 WidthRates rates_of(const json::Value& v, const std::string& path) {
@@ -68,6 +69,7 @@ WidthRates rates_of(const json::Value& v, const std::string& path) {
   w.bcast_fma_per_cycle = json::as_number(json::member(v, "bcast_fma_per_cycle", path), path);
   w.reg_bcast_fma_per_cycle =
       json::as_number(json::member(v, "reg_bcast_fma_per_cycle", path), path);
+  w.small_loads_per_cycle = json::as_number(json::member(v, "small_loads_per_cycle", path), path);
   return w;
 }
 

@@ -23,6 +23,10 @@ struct WidthRates {
    * several FMAs share costs beside them (512 only; 256 is bcast_fma_per_cycle). Zen 4 runs a
    * 512-bit broadcast on its vector pipes: 0.75 against 1.01 embedded; Intel on a load port. */
   double reg_bcast_fma_per_cycle = 0;
+  /** 4-byte loads per cycle (512 only): the loads folded {1to16} broadcasts make, which Zen 4
+   * issues beside its one 512-bit load a cycle (a dot fed by a broadcast of its own: 1 vector +
+   * 8 broadcasts per 8 dots ran at the dot rate). */
+  double small_loads_per_cycle = 0;
 };
 
 struct Calibration {

@@ -53,6 +53,8 @@ MB_KERNEL(y_bcast, "avx2,fma", Y_BCAST)
   "vbroadcastss " #k "*4(%1), %%zmm12\n\tvfmadd231ps %%zmm12, %%zmm13, %%zmm" #k "\n\t"
 
 #define Z_DOT(k) "vdpbf16ps %%zmm13, %%zmm14, %%zmm" #k "\n\t"
+// A 4-byte load: the load a folded {1to16} broadcast makes (its multiply aside).
+#define Z_SMALL_LOAD(k) "vmovss " #k "*4(%1), %%xmm" #k "\n\t"
 
 MB_KERNEL(z_fma, "avx512f", Z_FMA)
 MB_KERNEL(z_dot, "avx512f,avx512bf16", Z_DOT)
@@ -60,6 +62,7 @@ MB_KERNEL(z_chain, "avx512f", Z_CHAIN)
 MB_KERNEL(z_load, "avx512f", Z_LOAD)
 MB_KERNEL(z_bcast, "avx512f", Z_BCAST)
 MB_KERNEL(z_reg_bcast, "avx512f", Z_REG_BCAST)
+MB_KERNEL(z_small_load, "avx512f", Z_SMALL_LOAD)
 
 /** 12 dependent integer adds per iteration: 12 cycles on every x86 core. Register operands:
  * Golden Cove (Sapphire Rapids) folds adds of an immediate at rename, several a cycle, which
@@ -223,8 +226,10 @@ Calibration measure_host() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     c.w256 = width_rates(y_fma, y_chain, y_load, y_bcast, y_bcast, small, c.ghz);  // AVX2: no {1to8}
-  if (__builtin_cpu_supports("avx512f"))
+  if (__builtin_cpu_supports("avx512f")) {
     c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, z_reg_bcast, small, c.ghz);
+    c.w512.small_loads_per_cycle = rate(z_small_load, small, c.ghz);
+  }
   if (__builtin_cpu_supports("avx512f") && cpu_has_avx512_bf16())
     c.bf16_dot_per_cycle = rate(z_dot, small, c.ghz);
 

@@ -41,9 +41,11 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   EXPECT_LT(a.ghz, 10.0);
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) expect_plausible(a.w256);
-  if (__builtin_cpu_supports("avx512f"))
+  if (__builtin_cpu_supports("avx512f")) {
     expect_plausible(a.w512);
-  else
+    EXPECT_GT(a.w512.small_loads_per_cycle, 0.5);
+    EXPECT_LE(a.w512.small_loads_per_cycle, 8.0);
+  } else
     EXPECT_EQ(a.w512.fma_per_cycle, 0.0);
   if (__builtin_cpu_supports("avx2")) {
     for (int i = 0; i < 4; ++i) {
@@ -71,8 +73,9 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   EXPECT_FALSE(measured);
 
   // Files of older suites are re-measured: before the clock fix (format 1), before the
-  // register-broadcast rate (format 2), before the DRAM run start (format 3).
-  for (int format : {1, 2, 3}) {
+  // register-broadcast rate (format 2), before the DRAM run start (format 3), before the small
+  // loads' rate (format 4).
+  for (int format : {1, 2, 3, 4}) {
     json::Value older = sched::to_json(a);
     older["format"] = format;
     support::write_text(path, json::to_text(older));
