@@ -133,12 +133,14 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
     const double fma_cycles =
         t.fmas / (folded && !t.dots ? m.folded_fma_pipes : mul_pipes) +
         (folded ? 0 : t.broadcasts * m.register_broadcast_cycles);
-    // Loads: where the 4-byte loads of broadcasts have their own rate (small_load_pipes), the
-    // vector loads bound the step at theirs and all loads at the small loads' (Zen 4: a 1-vector
-    // x 7-position dX tile of folded broadcasts ran at the dot rate, 5-10% ahead of 4 x 4 with
-    // its 4 broadcasts in registers, which the shared load rate ranked first).
+    // Loads: bf16 dots' broadcasts' 4-byte loads at their own rate (small_load_pipes, where
+    // calibrated), the vector loads at theirs. Zen 4: g dW bf16's 1 x-pair vector x 8 folded
+    // broadcasts ran 5% ahead of the 3-tap tile the shared rate ranked first (27.0 -> 25.6 ms),
+    // d dX bf16's 7 x 1 block level with 4 x 4. FMA tiles the same rule picked ran 3-7% slower
+    // (a dW f32 16 x 1 over 8 x 3 taps, d dX f32 14 positions, the stem's dX): they keep the
+    // shared rate.
     const double load_cycles =
-        m.small_load_pipes > 0
+        m.small_load_pipes > 0 && t.dots
             ? std::max(vector_loads / m.load_pipes, t.loads / std::max(m.small_load_pipes, m.load_pipes))
             : t.loads / m.load_pipes;
     double step = std::max({fma_cycles, load_cycles,

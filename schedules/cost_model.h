@@ -91,9 +91,10 @@ struct Machine {
    * feeds (a broadcast several of them share; one feeding a single FMA or dot is folded into
    * it). 0 where a broadcast is a load (Intel); Zen 4 0.33 (calibrated). */
   double register_broadcast_cycles = 0;
-  /** 4-byte loads per cycle, the folded broadcasts' loads, which count against this beside the
-   * vector loads' load_pipes; 0: broadcasts count as vector loads (uncalibrated). Zen 4: ~2 to
-   * its one 512-bit load a cycle. */
+  /** 4-byte loads per cycle, the folded broadcasts' loads: bf16 dot tiles count them against
+   * this beside the vector loads' load_pipes (FMA tiles measured otherwise: cost_model.cpp);
+   * 0: broadcasts count as vector loads (uncalibrated). Zen 4: ~1.9 beside its one 512-bit
+   * load a cycle. */
   double small_load_pipes = 0;
   /** Cycles a short run read from DRAM (one block's rows of a chunk read in place) costs beyond
    * its bytes: the calibrated Calibration::dram_run_start_cycles (Zen 4: ~700); 0 (not priced)

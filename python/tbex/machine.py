@@ -23,7 +23,9 @@ def describe(remeasure: bool = False) -> str:
             lines.append(f"{name}: FMA {w['fma_per_cycle']:.2f}/cycle, latency "
                          f"{w['fma_latency']:.2f} cycles, loads {w['loads_per_cycle']:.2f}/cycle, "
                          f"broadcast FMA {w['bcast_fma_per_cycle']:.2f}/cycle, with the broadcast "
-                         f"in a register {w['reg_bcast_fma_per_cycle']:.2f}/cycle")
+                         f"in a register {w['reg_bcast_fma_per_cycle']:.2f}/cycle" +
+                         (f", 4-byte loads {w['small_loads_per_cycle']:.2f}/cycle"
+                          if w["small_loads_per_cycle"] > 0 else ""))
         one = c["read_bytes_per_cycle_1_thread"]
         many = c["read_bytes_per_cycle_per_core_all_threads"]
         lines.append(f"read bandwidth, bytes/cycle per core (1 thread | {c['threads']} threads):")

@@ -574,6 +574,22 @@ TEST(CostModel, MicroKernelTerms) {
   EXPECT_GT(sched::evaluate(nest_with(8, 5), avx2).cycles, 1.9 * sched::evaluate(nest_with(8, 5), m).cycles);
 }
 
+// bf16 dot tiles count their folded broadcasts' 4-byte loads at the calibrated small-load rate
+// beside one vector load a cycle (Zen 4); FMA tiles keep the shared rate (measured slower when
+// picked by it). 1 vector + 8 folded broadcasts per 8 dots: load-bound at 9 loads a cycle
+// each, at the dot rate with the small loads at 2 a cycle.
+TEST(CostModel, DotBroadcastsLoadAtTheSmallLoadRate) {
+  sched::Machine zen4;
+  zen4.fma_pipes = zen4.dot_pipes = zen4.folded_fma_pipes = zen4.load_pipes = 1.0;
+  sched::LoopNest n = nest_with(8, 9);
+  n.tile.loads = 9, n.tile.broadcasts = 8, n.tile.dots = true;
+  EXPECT_NEAR(cycles_per_fma(n, zen4), 9.0 / 8, 0.03);
+  zen4.small_load_pipes = 2.0;
+  EXPECT_NEAR(cycles_per_fma(n, zen4), 1.0, 0.03);
+  n.tile.dots = false;
+  EXPECT_NEAR(cycles_per_fma(n, zen4), 9.0 / 8, 0.03);
+}
+
 // Panels read in place from DRAM pay a wait per short run (Machine::dram_run_start, calibrated)
 // beside the passes, per thread; dw_pointwise counts one run per block and chunk where x and dy
 // outgrow half the L3 (d dW f32: 16 MB), so longer chunks wait less, and none where they fit.

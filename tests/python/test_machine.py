@@ -28,6 +28,9 @@ def test_machine_measures_once_and_prints_it(tmp_path):
     assert f"{doc['ghz']:.3f} GHz" in first
     for level in ("L1", "L2", "L3", "DRAM"):
         assert level in first
+    assert f"{doc['dram_run_start_cycles']:.0f} cycles beyond its bytes" in first
+    if doc["avx512_512"]["small_loads_per_cycle"] > 0:
+        assert f"4-byte loads {doc['avx512_512']['small_loads_per_cycle']:.2f}/cycle" in first
     # Read back, not measured again: the file is unchanged.
     second = run_machine(tmp_path)
     assert "read back" in second
