@@ -22,7 +22,8 @@ namespace {
 
 // Bumped when the suite measures something differently: older files are re-measured.
 // 2: the clock from register adds (format 1's immediate adds read 23 GHz on Golden Cove), the
-// AMX tile multiply chain and the VDPBF16PS rate.
+// AMX tile multiply chain and the VDPBF16PS rate. 3: the 512-bit register broadcast. 4: the
+// wait before a short run read from DRAM streams. 5: the 4-byte (broadcast) load rate.
 constexpr int kFormat = 5;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */

@@ -97,8 +97,8 @@ struct Machine {
    * load a cycle. */
   double small_load_pipes = 0;
   /** Cycles a short run read from DRAM (one block's rows of a chunk read in place) costs beyond
-   * its bytes: the calibrated Calibration::dram_run_start_cycles (Zen 4: ~700); 0 (not priced)
-   * uncalibrated. */
+   * its bytes: the calibrated Calibration::dram_run_start_cycles (Zen 4: 800-1100); 0 (not
+   * priced) uncalibrated. */
   double dram_run_start = 0;
   bool calibrated = false;  ///< the rates above were measured on this host
 

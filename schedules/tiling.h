@@ -55,10 +55,11 @@ inline int64_t x_rows_of(const Problem& p, int64_t ch) {
 }
 
 /** Rows of x dW stages per chunk of `ch` output rows, or with pair == 2 (row pairs, two rows
- * each in bf16: 64 bytes a column, as an fp32 row) per chunk of `ch` output row pairs: Kh per
- * pair where they are indexed by tap (ops::pair_rows_by_tap), else the rows the pairs span. */
+ * each in bf16: 64 bytes a column, as an fp32 row) per chunk of `ch` output row pairs: one per
+ * pair where they are indexed by output row pair (ops::pairs_staged_by_output_row), else the rows the
+ * pairs span. */
 inline int64_t dw_staged_x_rows(const Problem& p, int64_t ch, int pair) {
-  if (pair == 2 && ops::pair_rows_by_tap(p)) return p.geo.kernel[1] * ch;
+  if (pair == 2 && ops::pairs_staged_by_output_row(p)) return ch;
   return x_rows_of(p, ch * pair);
 }
 

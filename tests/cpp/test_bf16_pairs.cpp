@@ -122,7 +122,7 @@ TEST_P(Bf16DwPairsTest, NativeDotProductsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwPairsTest, ::testing::Range(0, (int)std::size(kDwCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kDwCases[i.param].name; });
 
-// Kernels one row high stage their x row pairs by output row pair (ops::pair_rows_by_tap):
+// Kernels one row high stage their x row pairs by output row pair (ops::pairs_staged_by_output_row):
 // 1x1x1 with an odd Ho, and rows with a top pad (the first pair's first row in it), strided depth
 // and width taps, each in chunks of one row pair and of all of them.
 TEST(Bf16Pairs, DwPairsOfOneRowKernelsMatchReference) {
@@ -132,7 +132,7 @@ TEST(Bf16Pairs, DwPairsOfOneRowKernelsMatchReference) {
   };
   for (const Case& c : cases) {
     const Problem p = test::dw_problem(c, DType::kBFloat16);
-    ASSERT_TRUE(ops::pair_rows_by_tap(p)) << c.name;
+    ASSERT_TRUE(ops::pairs_staged_by_output_row(p)) << c.name;
     const std::string all = std::to_string((p.geo.out[1] + 1) / 2);
     for (const std::string& ch : {std::string("1"), all}) {
       const std::string v = "nt=4,kwt=1,ch=" + ch + ",parts=1,pair=2";
@@ -149,7 +149,7 @@ const Case kDwCoutCases[] = {
     {"stemlike", 2, 3, 32, 1, {3, 11, 12}, {2, 5, 5}, {1, 2, 2}, {1, 1, 1}, {1, 0, 2, 2, 2, 2}},
     {"few_odd_rows", 1, 4, 16, 1, {4, 5, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
     {"few_grouped", 1, 6, 64, 2, {3, 6, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 1, 1}},
-    // One row high (x row pairs staged by output row pair: ops::pair_rows_by_tap), top pad.
+    // One row high (x row pairs staged by output row pair: ops::pairs_staged_by_output_row), top pad.
     {"few_one_row", 1, 3, 16, 1, {3, 5, 8}, {2, 1, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1, 1, 1, 1}},
 };
 

@@ -140,10 +140,10 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   if (a.pairs) {
     Var e = a.e;
     const int Ho = (int)geo.out[1], Ho2 = (Ho + 1) / 2;
-    // Staged x row pairs by first row, or by (output row pair, tap) (pair_rows_by_tap).
-    const bool by_tap = pair_rows_by_tap(p);
+    // Staged x row pairs by first row, or by output row pair (Kh = 1: pairs_staged_by_output_row).
+    const bool by_pair = pairs_staged_by_output_row(p);
     {
-      Expr first = by_tap ? (h / Kh) * (2 * sh) + (h % Kh) * dh : Expr(h);
+      Expr first = by_pair ? h * (2 * sh) : Expr(h);
       const auto [inside, v] = x_padded(w, first + e * sh);
       a.xsp(e, c0, w, h, c1g, d, b, g) = as_bf16(select(inside, v, cast<uint16_t>(0)));
     }
@@ -169,7 +169,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     a.accp(c0, n, kw, kh, c1g, kd, g) = 0.0f;
     a.accp(c0, n, kw, kh, c1g, kd, g) +=
         cast<float>(a.dysp(pe, n, pwo, pho, pdo, pb, g)) *
-        cast<float>(a.xsp(pe, c0, pwo * sw + kw * dw, by_tap ? pho * Kh + kh : pho * (2 * sh) + kh * dh, c1g,
+        cast<float>(a.xsp(pe, c0, pwo * sw + kw * dw, by_pair ? pho + kh : pho * (2 * sh) + kh * dh, c1g,
                           pdo * sd + kd * dd, pb, g));
     a.outp = Func("out");
     a.outp(c0, n, kw, kh, c1g, kd, g) = select(valid, a.accp(ac0, n, kw, kh, c1g, kd, g), 0.0f);

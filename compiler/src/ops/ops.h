@@ -66,8 +66,8 @@ struct DwAlgorithm {
    * where the target has it; docs/validation.md). use_pairs() swaps it in for xs, dys, acc, r
    * and out: the schedules see the same loop structure, r[1] counting row pairs, r[4] = e. */
   bool pairs = false;
-  /// (e, c0, wp, hp, c1g, dp, b, g) bf16 xs at rows hp and hp + sh; where pair_rows_by_tap,
-  /// hp = ho2 * Kh + kh names the row pair that output row pair ho2 reads through tap kh.
+  /// (e, c0, wp, hp, c1g, dp, b, g) bf16 xs at rows hp and hp + sh; where pairs_staged_by_output_row
+  /// (Kh = 1), hp = ho2 names the row pair output row pair ho2 reads (rows 2 * sh * ho2 + e * sh).
   Halide::Func xsp{"xsp"};
   Halide::Func dysp{"dysp"};  ///< (e, n, wo, ho2, do, b, g) bf16 dy of row 2*ho2 + e (0 past Ho)
   Halide::Func accp{"accp"};  ///< acc's dims, sum over rp
@@ -391,12 +391,12 @@ inline double inside_tap_share(const Problem& p) {
   return share;
 }
 
-/** Whether dW's pair form indexes its staged x row pairs by (output row pair, kh tap) rather
- * than by first row: kernels one row high (Kh = 1). By first row, a chunk of c row pairs stages
+/** Whether dW's pair form indexes its staged x row pairs by output row pair rather than by
+ * first row: kernels one row high (Kh = 1), whose one tap reads one row pair per output pair. By first row, a chunk of c row pairs stages
  * the 2*sh*(c-1) + 1 rows its pairs start at, of which it reads c: the others start between
  * pairs (a third of d dW bf16's staging at 2 row pairs a chunk). Taller kernels read most of
  * the rows between (strided ones some), and their chunk choice was measured by first row. */
-inline bool pair_rows_by_tap(const Problem& p) { return p.geo.kernel[1] == 1; }
+inline bool pairs_staged_by_output_row(const Problem& p) { return p.geo.kernel[1] == 1; }
 
 /** Valid input lanes of a real group's first input block: min(16, mag_factor * Cin/groups). */
 inline int cin_valid(const Problem& p) {
