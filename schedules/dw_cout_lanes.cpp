@@ -190,7 +190,7 @@ class DwCoutLanes final : public DwSchedule {
     // output element) and the partial sums.
     // Staged whole: the padded frame's rows, or one row pair per output row pair (Kh = 1).
     const double x_rows = t.pair == 2 && ops::pairs_staged_by_output_row(p)
-                              ? double(dw_staged_x_rows(p, dw_rows_of(p, 2), 2))
+                              ? double(dw_rows_of(p, 2))
                               : double(g.in[1] + g.pads[2] + g.pads[3]);
     const double x_elems = double(g.n) * g.in[0] * p.group.real_g * t.cv * x_rows * w_pad;
     const double in_b = input_bytes(p), out_elems = dw_out_elems(p);

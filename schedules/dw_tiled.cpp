@@ -86,13 +86,17 @@ int64_t x_slices_of(const Problem& p, int64_t db) {
   return std::min(db * g.kernel[0], (db - 1) * g.stride[0] + (g.kernel[0] - 1) * g.dilation[0] + 1);
 }
 
-/** Bytes a chunk of t.ch output rows (or row pairs) of `db` depth slices stages and every tile
- * passes over: x (all blocks, every kd and kh) and dy rows (every output channel). */
-int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
-  const ConvGeometry& g = p.geo;
+/** Bytes of x a chunk of t.ch output rows (or row pairs) of `db` depth slices stages: all
+ * blocks, every kd and kh. */
+int64_t chunk_x_bytes(const Problem& p, const DwTiles& t, int64_t db) {
   return dw_staged_x_rows(p, t.ch, t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g *
-             x_slices_of(p, db) +
-         db * t.ch * t.pair * g.out[2] * 64 * g.cout1();
+         x_slices_of(p, db);
+}
+
+/** Bytes such a chunk stages and every tile passes over: its x and its dy rows (every output
+ * channel). */
+int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
+  return chunk_x_bytes(p, t, db) + db * t.ch * t.pair * p.geo.out[2] * 64 * p.geo.cout1();
 }
 
 /** The depth slices per chunk the schedule picks: the most (dividing the part's depth) whose
@@ -179,9 +183,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   // both chunks fit in L2 side by side (larger chunks got slower), where the target is one that
   // prefetches them (prefetches_staged_x).
   {
-    const int64_t chunk_bytes =
-        dw_staged_x_rows(p, t.ch, t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g * g.kernel[0];
-    t.prefetch_x = t.stage_x && chunk_bytes <= (256 << 10) && staging_bound(p) &&
+    t.prefetch_x = t.stage_x && chunk_x_bytes(p, t, 1) <= (256 << 10) && staging_bound(p) &&
                    prefetches_staged_x(ctx.target);
     // Few tiles balance badly over threads, and staging-bound problems stage every chunk once
     // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
