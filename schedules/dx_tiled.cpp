@@ -40,9 +40,16 @@ int64_t row_tiles(const GemmShape& s, const GemmTiles& t) { return ceil_div(s.ro
  * with strides (dy indexed through the phase's taps): g dX's scatter form 37 against 51 ms
  * peeled, 55 not, and level or slower with 16 or 32 output channels (the seed, 16: 6.18 against
  * 5.82, the one strided gain measured, was not kept). Nor for 16-bit dy (converted per
- * broadcast: e1 f16 4.0 against 5.9 ms, c2 43 against 57), nor pairs. */
+ * broadcast: e1 f16 4.0 against 5.9 ms, c2 43 against 57).
+ * bf16 pairs read dy in place where no pair reads a pad (ops::dysp_is_dy: the pairs are 4-byte
+ * words of dy, no select); the whole copy, 4.4% of d dX's time in Halide's profiler, goes.
+ * Zen 4, d dX bf16, interleaved runs of one build (min / median of 8): [qt=4,ct=4] 1.86 / 1.91 ms
+ * in place against 1.98 / 2.03 staged (2 threads 0.93 / 0.95 against 0.97 / 1.04). Walking
+ * n2 as one loop, each broadcast's address took two LEAs ((n2/8, n2%8) of 6HD), and [qt=7,ct=1]
+ * ran 8% slower in place than staged; the pair loops walk (j, block) there instead. */
 bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t) {
-  if (p.in_dtype != DType::kFloat32 || t.pair != 1 || is_strided(p)) return false;
+  if (t.pair == 2) return ops::dysp_is_dy(p);
+  if (p.in_dtype != DType::kFloat32 || is_strided(p)) return false;
   return chunked(s, t) || row_tiles(s, t) <= 2;
 }
 
@@ -69,7 +76,7 @@ bool stages_dy_whole(const Problem& p, const GemmShape& s, const GemmTiles& t) {
  * against 37.0 ms at 1 thread, 17.3 against 17.6 at 2, compiled in 0.5 s. */
 bool peeled_row(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   if (chunked(s, t)) return false;
-  return is_strided(p) ? row_tiles(s, t) <= 4 : reads_dy_in_place(p, s, t);
+  return is_strided(p) ? row_tiles(s, t) <= 4 : t.pair == 1 && reads_dy_in_place(p, s, t);
 }
 
 /** Staged dy at unit stride: converted to fp32 and zero-padded a row at a time as the tiles
@@ -282,8 +289,10 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
     acc = a.accp;
     stage_root(a.wzp, c0, 0, {a.kd, a.g}, {"t1"});
     a.wzp.vectorize(a.e);  // (e, c0): one 64-byte row of 16 bf16 pairs
-    stage_root(a.dysp, a.n2, 8, {a.d, a.b, a.g}, {"t2", "t1"});
-    a.dysp.vectorize(a.e);
+    if (stages_dy_whole(p, s, t)) {
+      stage_root(a.dysp, a.n2, 8, {a.d, a.b, a.g}, {"t2", "t1"});
+      a.dysp.vectorize(a.e);
+    }
   } else {
     stage_dx_weights(a, p, t.ct);
     if (stages_dy_whole(p, s, t)) stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});

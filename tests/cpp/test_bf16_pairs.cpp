@@ -11,6 +11,9 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "Halide.h"
 #include "lower/pipeline.h"
@@ -56,7 +59,8 @@ bool has_folded_dot(const std::string& s) {
 }
 
 /** Runs dx_tiled with `variant` compiled for `t` and checks it against the reference. */
-void check(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot) {
+void check(const Case& c, const Halide::Target& t, const std::string& variant, bool want_dot,
+           bool one_block = true) {
   const Problem p = test::dx_problem(c, DType::kBFloat16);  // res_dtype float32
   lower::Lowered l = lower::lower(p, lower::select(p, {"dx_tiled", variant}, 2, t), 2, t);
   ASSERT_EQ(l.variant, variant);
@@ -64,7 +68,7 @@ void check(const Case& c, const Halide::Target& t, const std::string& variant, b
   EXPECT_EQ(s.find("vdpbf16ps") != std::string::npos, want_dot) << c.name << " " << t.to_string();
   // One block per tile: each dy pair feeds one dot, read as its embedded broadcast
   // (lower/dot_operands.h), not loaded by a VBROADCASTSS of its own.
-  if (want_dot) EXPECT_TRUE(has_folded_dot(s)) << c.name;
+  if (want_dot && one_block) EXPECT_TRUE(has_folded_dot(s)) << c.name;
   test::check_bf16_dx(c, p, l.pipeline, l.args, t, 11);
 }
 
@@ -84,6 +88,34 @@ TEST_P(Bf16PairsTest, NativeDotProductsMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Bf16PairsTest, ::testing::Range(0, (int)std::size(kCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kCases[i.param].name; });
+
+// Pointwise dX (1x1x1, unit strides, no pads: ops::dysp_is_dy) broadcasts its dy pairs from dy in
+// place, the pair loops walking (pair in block, block): two 6HD blocks of output channels, two
+// groups of one block each, and 24 channels (a block and a half: staged, as everywhere else).
+TEST(Bf16Pairs, PointwiseDxReadsDyPairsInPlace) {
+  const Case cases[] = {
+      {"pointwise_two_blocks", 2, 32, 32, 1, {3, 5, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+      {"pointwise_grouped", 1, 32, 32, 2, {2, 4, 9}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+      {"pointwise_block_and_half", 1, 16, 24, 1, {2, 3, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
+  };
+  const Halide::Target native = lower::host_target();
+  std::vector<std::pair<Halide::Target, bool>> targets{{without_bf16_dot(native), false}};
+  if (no_bf16_dot(native).empty()) targets.push_back({native, true});
+  for (const Case& c : cases) {
+    const Problem p = test::dx_problem(c, DType::kBFloat16);
+    const bool in_place = p.group.cout_g % 16 == 0;
+    EXPECT_EQ(ops::dysp_is_dy(p), in_place) << c.name;
+    for (const std::string& v : {std::string("qt=4,ct=1,pair=2"), std::string("qt=3,ct=2,pair=2")}) {
+      if (v.find("ct=2") != std::string::npos && p.group.cin1_g % 2 != 0) continue;
+      for (const auto& [t, dot] : targets) {
+        const lower::Lowered l = lower::lower(p, lower::select(p, {"dx_tiled", v}, 2, t), 2, t);
+        EXPECT_EQ(l.schedule_detail.find("dy read in place") != std::string::npos, in_place)
+            << c.name << " " << l.schedule_detail;
+        check(c, t, v, dot, v.find("ct=1") != std::string::npos);
+      }
+    }
+  }
+}
 
 // dW pairs output rows (an odd Ho pairs its last row with zeros); x rows are staged per chunk,
 // which the pair form does twice: wide channels, and a staging-bound seed-like case.

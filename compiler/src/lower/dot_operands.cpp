@@ -6,8 +6,12 @@ namespace {
 using namespace Halide;
 using namespace Halide::Internal;
 
-/** A 32-lane bf16 vector that repeats one pair: what a 32-bit embedded broadcast loads. */
+/** A 32-lane bf16 vector that repeats one pair: what a 32-bit embedded broadcast loads. Seen
+ * through a reinterpret of 16-bit lanes: a pair read in place from dy's uint16 bits. */
 bool repeats_one_pair(const Expr& e) {
+  if (const Reinterpret* r = e.as<Reinterpret>())
+    return r->value.type().bits() == 16 && r->value.type().lanes() == e.type().lanes() &&
+           repeats_one_pair(r->value);
   if (const Broadcast* b = e.as<Broadcast>()) return b->value.type().lanes() <= 2;
   const Shuffle* s = e.as<Shuffle>();
   if (s == nullptr || s->vectors.size() != 1 || s->vectors[0].type().lanes() != 2) return false;

@@ -223,11 +223,18 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     Expr nn = 2 * n2 + e;
     const auto [valid, v] = group_weight(a, p, cout_pg, cin_pg, /*lanes_out=*/false, nn);
     a.wzp(e, c0, c1g, n2, kw, kh, kd, g) = as_bf16(select(valid, v, cast<uint16_t>(0)));
-    Expr oc = g * cout_g + nn;
+    // Channel 2*n2 + e of group g: the pair's first channel fixes the 6HD block and lane (cout_g
+    // is even, so a pair never straddles two blocks) and e adds to the lane, so vectorized over
+    // e the pair is one 4-byte load of dy.
+    Expr oc2 = g * cout_g + 2 * n2;
     Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
-    Expr dv = a.dy(oc % C0, clamp_inside(w, Wo), clamp_inside(h, Ho), min(oc / C0, Co1 - 1),
-                   clamp_inside(d, Do), b);
-    a.dysp(e, n2, w, h, d, b, g) = as_bf16(select(inside, dv, cast<uint16_t>(0)));
+    Expr dv = a.dy(oc2 % C0 + e, clamp_inside(w, Wo), clamp_inside(h, Ho),
+                   min(oc2 / C0, Co1 - 1), clamp_inside(d, Do), b);
+    // No pair reading a pad: no select. The clamps stay, for schedules whose rounded-up tiles
+    // compute (and drop) positions past the row.
+    a.dysp_is_dy = dysp_is_dy(p);
+    a.dysp(e, n2, w, h, d, b, g) =
+        as_bf16(a.dysp_is_dy ? dv : select(inside, dv, cast<uint16_t>(0)));
     a.dysk(n, w, h, d, b, g) = a.dysp(n % 2, n / 2, w, h, d, b, g);
     {
       const int half = cout_g / 2, taps = Kd * Kh * Kw;
@@ -236,9 +243,14 @@ DxAlgorithm define_backprop_input(const Problem& p) {
       a.wzk(e, c0, row) = a.wzp(e, c0, blk % cin1_g, row % half, tap % Kw, (tap / Kw) % Kh,
                                 tap / (Kw * Kh), blk / cin1_g);
     }
-    const PhaseReduction rp = phase_reduction({{0, 2}, {0, cout_g / 2}}, "rp");
+    // Read in place, the pairs of a 6HD block are walked inside the blocks: each loop's dy
+    // address is then affine (a block's 8 pairs 4 bytes apart, the blocks a plane apart).
+    const PhaseReduction rp =
+        a.dysp_is_dy ? phase_reduction({{0, 2}, {0, C0 / 2}, {0, cout_g / C0}}, "rp")
+                     : phase_reduction({{0, 2}, {0, cout_g / 2}}, "rp");
     a.rp = rp.r;
-    RVar pe = a.rp[0], pn = a.rp[1];
+    RVar pe = a.rp[0];
+    Expr pn = a.dysp_is_dy ? a.rp[1] + a.rp[2] * (C0 / 2) : Expr(a.rp[1]);
     const Taps& tp = rp.tap;
     a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) +=
