@@ -154,6 +154,26 @@ TEST_P(Bf16DwPairsTest, NativeDotProductsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwPairsTest, ::testing::Range(0, (int)std::size(kDwCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kDwCases[i.param].name; });
 
+// With the reduction split in parts, pair tiles stage x per input block (one block's rows right
+// before its tiles: DwTiles::x_per_block); in one part, per chunk. Both against the reference.
+TEST(Bf16Pairs, DwPairsStageXPerBlockWhenSplitInParts) {
+  const Halide::Target native = lower::host_target();
+  std::vector<std::pair<Halide::Target, bool>> targets{{without_bf16_dot(native), false}};
+  if (no_bf16_dot(native).empty()) targets.push_back({native, true});
+  for (const Case& c : kDwCases) {
+    const Problem p = test::dw_problem(c, DType::kBFloat16);
+    for (const std::string& parts : {std::string("1"), std::string("2")}) {
+      const std::string v = "nt=4,kwt=1,ch=1,parts=" + parts + ",pair=2";
+      for (const auto& [t, dot] : targets) {
+        const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", v}, 2, t), 2, t);
+        EXPECT_EQ(l.schedule_detail.find("x staged per input block") != std::string::npos, parts == "2")
+            << c.name << " " << l.schedule_detail;
+        check_dw(c, t, v, dot);
+      }
+    }
+  }
+}
+
 // Kernels one row high stage their x row pairs by output row pair (ops::pairs_staged_by_output_row):
 // 1x1x1 with an odd Ho, and rows with a top pad (the first pair's first row in it), strided depth
 // and width taps, each in chunks of one row pair and of all of them.
