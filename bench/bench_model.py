@@ -6,6 +6,7 @@ pre-model choice (the registry's first applicable schedule with its own tiles).
 
     .venv/bin/python bench/bench_model.py --threads 1,2
     .venv/bin/python bench/bench_model.py --workloads b_c3d,d_i3d_1x1x1 --passes dx --threads 2
+    .venv/bin/python bench/bench_model.py --dtypes bf16 --threads 1   # the bf16 pair tiles' picks
 
 Columns: `pick` / `pick ms` the model's first choice and its measured time; `best` the fastest
 measured candidate; `regret` = pick ms / best ms (1.00 = the model found the fastest);
@@ -73,9 +74,9 @@ def keep(r, d):
         r["ms"], r["flagged"] = ms, flagged
 
 
-def measure(args, tbex, _C, w, pass_, threads, avail):
-    data = bench.Data(w, "f32")
-    case = bench.TbexCase(w, pass_, "f32", data)
+def measure(args, tbex, _C, w, pass_, threads, avail, dtype="f32"):
+    data = bench.Data(w, dtype)
+    case = bench.TbexCase(w, pass_, dtype, data)
     problem = case.kernel.problem
     t0 = time.perf_counter()
     ranked = _C.rank_schedules(problem)
@@ -118,7 +119,7 @@ def measure(args, tbex, _C, w, pass_, threads, avail):
     pre_r = next(r for r in ranked if r["schedule"] == pre and r["variant"] == "")
     modeled = [r for r in ranked if r["predicted_ms"] == r["predicted_ms"]]
     row = {
-        "workload": w["name"], "pass": pass_, "threads": threads, "n": len(ranked),
+        "workload": w["name"], "pass": pass_, "dtype": dtype, "threads": threads, "n": len(ranked),
         "pick": label(pick["schedule"], pick["variant"]), "pick_ms": pick["ms"],
         "best": label(best["schedule"], best["variant"]), "best_ms": best["ms"],
         "pre": label(pre, ""), "pre_ms": pre_r["ms"], "predicted_ms": pick["predicted_ms"],
@@ -128,9 +129,9 @@ def measure(args, tbex, _C, w, pass_, threads, avail):
         "candidates": [{k: r[k] for k in ("schedule", "variant", "predicted_ms", "ms", "flagged")}
                        for r in ranked],
     }
-    print("%s %s t%d: pick %s %.2f ms (pred %.2f), best %s %.2f ms, regret %.2f%s, pre-model "
+    print("%s %s %s t%d: pick %s %.2f ms (pred %.2f), best %s %.2f ms, regret %.2f%s, pre-model "
           "%.2f ms, spearman %.2f, ranking took %.1f ms" % (
-              w["name"], pass_, threads, row["pick"], row["pick_ms"], row["predicted_ms"],
+              w["name"], pass_, dtype, threads, row["pick"], row["pick_ms"], row["predicted_ms"],
               row["best"], row["best_ms"], row["pick_ms"] / row["best_ms"],
               " (flagged)" if row["flagged"] else "", row["pre_ms"], row["spearman"], rank_ms),
           flush=True)
@@ -142,7 +143,7 @@ def render(rows, argv, machine, rounds):
              "Command: `%s`  " % " ".join([".venv/bin/python", "bench/bench_model.py"] + argv),
              "Date: %s UTC  " % time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
              "Machine: %s" % machine, "",
-             "f32, median ms of bench.py's timing, each candidate's fastest of %d rounds over all "
+             "Median ms of bench.py's timing, each candidate's fastest of %d rounds over all "
              "candidates (the pick and the best then timed twice more, alternately)." % rounds +
              " `regret` = pick / fastest measured candidate; `vs pre-model` = the "
              "registry's first applicable schedule with its own tiles (the choice before the "
@@ -151,14 +152,15 @@ def render(rows, argv, machine, rounds):
              "candidates takes well under a millisecond per problem (`rank ms`). `!` marks a "
              "pick or best time measured only while others held the cores or the memory path "
              "(bench.py's probes); those rows are left out of the count below.", "",
-             "| workload | pass | thr | cand. | pick | pick ms | best | best ms | regret | "
+             "| workload | pass | dtype | thr | cand. | pick | pick ms | best | best ms | regret | "
              "pre-model ms | vs pre-model | predicted ms | meas/pred | spearman | rank ms |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         bang = "!" if r.get("flagged") else ""
-        lines.append("| %s | %s | %d | %d | %s | %.2f | %s | %.2f | %.2f%s | %.2f | %.2fx | %.2f | "
+        lines.append("| %s | %s | %s | %d | %d | %s | %.2f | %s | %.2f | %.2f%s | %.2f | %.2fx | %.2f | "
                      "%.2f | %s | %.2f |" % (
-                         r["workload"], r["pass"], r["threads"], r["n"], r["pick"], r["pick_ms"],
+                         r["workload"], r["pass"], r.get("dtype", "f32"), r["threads"], r["n"],
+                         r["pick"], r["pick_ms"],
                          r["best"], r["best_ms"], r["pick_ms"] / r["best_ms"], bang, r["pre_ms"],
                          r["pre_ms"] / r["pick_ms"], r["predicted_ms"],
                          r["pick_ms"] / r["predicted_ms"],
@@ -175,6 +177,13 @@ def render(rows, argv, machine, rounds):
               "%.3fx%s." % (within, len(clean), gm, gp,
                             "; %d row(s) flagged `!` left out" % (len(rows) - len(clean))
                             if len(clean) < len(rows) else "")]
+    dtypes = sorted({r.get("dtype", "f32") for r in clean})
+    if len(dtypes) > 1:
+        lines.append("By dtype: " + "; ".join(
+            "%s %d of %d" % (d, sum(1 for r in clean if r.get("dtype", "f32") == d and
+                                    r["pick_ms"] / r["best_ms"] <= 1.05),
+                             sum(1 for r in clean if r.get("dtype", "f32") == d))
+            for d in dtypes) + ".")
     return "\n".join(lines) + "\n"
 
 
@@ -184,6 +193,8 @@ def main():
     ap.add_argument("--workloads-file")
     ap.add_argument("--passes", default="dw,dx")
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--dtypes", default="f32",
+                    help="input dtypes, as bench.py's --dtypes (f32,f16,bf16; default f32)")
     ap.add_argument("--target-sec", type=float, default=0.3, help="timing budget per kernel")
     ap.add_argument("--rounds", type=int, default=2,
                     help="rounds over all candidates (each kernel's fastest round kept)")
@@ -214,7 +225,8 @@ def main():
         tbex.set_num_threads(threads)
         for name in names:
             for pass_ in args.passes.split(","):
-                rows.append(measure(args, tbex, _C, by_name[name], pass_, threads, avail))
+                for dtype in args.dtypes.split(","):
+                    rows.append(measure(args, tbex, _C, by_name[name], pass_, threads, avail, dtype))
     text = render(rows, argv, bench.machine_line(bench.onednn_info(), tbex, None), args.rounds)
     print("\n" + text)
     if args.json:

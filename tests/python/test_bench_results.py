@@ -293,3 +293,18 @@ def test_bench_model_leaves_flagged_rows_out_of_its_count(bench_model):
                                row(11.0, 10.0, False)], [], "machine", 2)
     assert "| 1.30! |" in text
     assert "on 1 of 2 rows" in text and "1 row(s) flagged `!` left out" in text
+
+
+def test_bench_model_names_each_rows_dtype_and_counts_per_dtype(bench_model):
+    def row(dtype, pick, best):
+        return {"workload": "w", "pass": "dx", "dtype": dtype, "threads": 2, "n": 4, "pick": "a",
+                "pick_ms": pick, "best": "b", "best_ms": best, "pre_ms": pick,
+                "predicted_ms": pick, "spearman": 0.5, "rank_ms": 0.1, "flagged": False}
+
+    text = bench_model.render([row("f32", 10.0, 10.0), row("bf16", 12.0, 10.0),
+                               row("bf16", 10.2, 10.0)], [], "machine", 2)
+    assert "| w | dx | bf16 | 2 | 4 | a | 12.00 |" in text
+    assert "on 2 of 3 rows" in text
+    assert "By dtype: bf16 1 of 2; f32 1 of 1." in text
+    # One dtype: no per-dtype line.
+    assert "By dtype" not in bench_model.render([row("f32", 10.0, 10.0)], [], "machine", 2)
