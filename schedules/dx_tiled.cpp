@@ -43,10 +43,11 @@ int64_t row_tiles(const GemmShape& s, const GemmTiles& t) { return ceil_div(s.ro
  * broadcast: e1 f16 4.0 against 5.9 ms, c2 43 against 57).
  * bf16 pairs read dy in place where no pair reads a pad (ops::dysp_is_dy: the pairs are 4-byte
  * words of dy, no select); the whole copy, 4.4% of d dX's time in Halide's profiler, goes.
- * Zen 4, d dX bf16, interleaved runs of one build (min / median of 8): [qt=4,ct=4] 1.86 / 1.91 ms
- * in place against 1.98 / 2.03 staged (2 threads 0.93 / 0.95 against 0.97 / 1.04). Walking
- * n2 as one loop, each broadcast's address took two LEAs ((n2/8, n2%8) of 6HD), and [qt=7,ct=1]
- * ran 8% slower in place than staged; the pair loops walk (j, block) there instead. */
+ * Zen 4, d dX bf16, interleaved runs (min / median of 8): its pick [qt=7,ct=1] 1.87 / 1.91 ms in
+ * place against 1.93 / 1.97 staged (2 threads 0.92 / 0.95 against 0.95 / 1.01), [qt=4,ct=4]
+ * 1.88 / 1.94 against 1.94 / 2.07. Walking n2 as one loop, each broadcast's address took two
+ * LEAs (6HD's n2/8, n2%8) and [qt=7,ct=1] ran 8% slower in place than staged: the pair loops
+ * walk (pair in block, block) there instead (DxAlgorithm::rp). */
 bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   if (t.pair == 2) return ops::dysp_is_dy(p);
   if (p.in_dtype != DType::kFloat32 || is_strided(p)) return false;

@@ -405,7 +405,6 @@ inline int cin_valid(const Problem& p) {
   return (int)std::min<int64_t>(16, p.group.mag_factor * p.geo.cin_pg());
 }
 
-/** Whether dX has its pair form for `p` (DxAlgorithm::pairs): bf16 inputs, an even cout_g. */
 /** Whether every (position, tap) pair of p's reduction reads its operand inside the volume in
  * all three dims (inside_share 1: no tap reaches a pad). */
 inline bool reads_inside(const Problem& p) {
@@ -422,6 +421,7 @@ inline bool dysp_is_dy(const Problem& p) {
          p.group.cout_g % 16 == 0;
 }
 
+/** Whether dX has its pair form for `p` (DxAlgorithm::pairs): bf16 inputs, an even cout_g. */
 inline bool bf16_pairs(const Problem& p) {
   return p.in_dtype == DType::kBFloat16 && p.group.cout_g % 2 == 0;
 }
