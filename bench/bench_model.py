@@ -168,7 +168,11 @@ def render(rows, argv, machine, rounds):
                          r["rank_ms"]))
     clean = [r for r in rows if not r.get("flagged")]
     regrets = [r["pick_ms"] / r["best_ms"] for r in clean]
-    within = sum(1 for g in regrets if g <= 1.05)
+
+    def within_5(rs):
+        return sum(1 for r in rs if r["pick_ms"] / r["best_ms"] <= 1.05)
+
+    within = within_5(clean)
     gm = float(np.exp(np.mean(np.log(regrets)))) if regrets else float("nan")
     pre = [r["pre_ms"] / r["pick_ms"] for r in clean]
     gp = float(np.exp(np.mean(np.log(pre)))) if pre else float("nan")
@@ -177,13 +181,12 @@ def render(rows, argv, machine, rounds):
               "%.3fx%s." % (within, len(clean), gm, gp,
                             "; %d row(s) flagged `!` left out" % (len(rows) - len(clean))
                             if len(clean) < len(rows) else "")]
-    dtypes = sorted({r.get("dtype", "f32") for r in clean})
-    if len(dtypes) > 1:
+    by_dtype = {}
+    for r in clean:
+        by_dtype.setdefault(r.get("dtype", "f32"), []).append(r)
+    if len(by_dtype) > 1:
         lines.append("By dtype: " + "; ".join(
-            "%s %d of %d" % (d, sum(1 for r in clean if r.get("dtype", "f32") == d and
-                                    r["pick_ms"] / r["best_ms"] <= 1.05),
-                             sum(1 for r in clean if r.get("dtype", "f32") == d))
-            for d in dtypes) + ".")
+            "%s %d of %d" % (d, within_5(rs), len(rs)) for d, rs in sorted(by_dtype.items())) + ".")
     return "\n".join(lines) + "\n"
 
 

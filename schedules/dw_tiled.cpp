@@ -31,9 +31,6 @@ struct DwTiles {
   bool prefetch_x = false;  ///< prefetch the next chunk's x rows while this chunk computes
   int pair = 1;  ///< 2: bf16 inputs as dot products of row pairs (the pair form; ch counts pairs)
   int db = 1;  ///< output depth slices per reduction chunk: x staged once for all their kd taps
-  /** Pair tiles of a reduction split in parts stage x per input block of the chunk (the block's
-   * rows right before its tiles), not the whole chunk at once: x_per_block. */
-  bool x_per_block = false;
   int64_t tiles = 1;
 };
 
@@ -89,26 +86,20 @@ int64_t x_slices_of(const Problem& p, int64_t db) {
   return std::min(db * g.kernel[0], (db - 1) * g.stride[0] + (g.kernel[0] - 1) * g.dilation[0] + 1);
 }
 
-/** Bytes of x a chunk of t.ch output rows (or row pairs) of `db` depth slices stages: all
- * blocks, every kd and kh. */
+/** Bytes of x a chunk of t.ch output rows (or row pairs) stages for one input block (one depth
+ * slice of one block of one real group). */
+int64_t block_x_bytes(const Problem& p, const DwTiles& t) {
+  return dw_staged_x_rows(p, t.ch, t.pair) * padded_w(p) * 64;
+}
+
+/** Bytes of x such a chunk of `db` depth slices stages: all blocks, every kd and kh. */
 int64_t chunk_x_bytes(const Problem& p, const DwTiles& t, int64_t db) {
-  return dw_staged_x_rows(p, t.ch, t.pair) * padded_w(p) * 64 * p.group.cin1_g * p.group.real_g *
-         x_slices_of(p, db);
+  return block_x_bytes(p, t) * p.group.cin1_g * p.group.real_g * x_slices_of(p, db);
 }
 
-/** Bytes such a chunk stages and every tile passes over: its x and its dy rows (every output
- * channel). Staged per input block (DwTiles::x_per_block), the tiles pass over one block's x
- * (one depth slice of one block of one group) at a time. */
-int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
-  const int64_t x = t.x_per_block ? chunk_x_bytes(p, t, db) / (p.group.cin1_g * p.group.real_g *
-                                                               x_slices_of(p, db))
-                                  : chunk_x_bytes(p, t, db);
-  return x + db * t.ch * t.pair * p.geo.out[2] * 64 * p.geo.cout1();
-}
-
-/** Whether tiles `t` stage x per input block (DwTiles::x_per_block): pair tiles whose reduction
- * is split in parts, so each thread walks every tile of its part in one loop, whose blocks can
- * each stage their own rows. A chunk's x (all blocks, 57 KB for d dW's 2 row pairs) staged at
+/** Whether tiles `t` stage x per input block of the chunk (the block's rows right before its
+ * tiles), not the whole chunk at once: pair tiles whose reduction is split in parts, so each
+ * thread walks every tile of its part in one loop, whose blocks can each stage their own rows. A chunk's x (all blocks, 57 KB for d dW's 2 row pairs) staged at
  * once outgrows the L1 before its tiles read it; one block's (3.5 KB) stays there. Zen 4, d dW
  * bf16 [nt=8,ch=2,parts=4], interleaved runs of one build (min / median of 6): 1.94 / 1.97 ms
  * per block against 2.02 / 2.12 per chunk (2 threads 0.96 / 0.97 against 1.01 / 1.04); the
@@ -117,6 +108,14 @@ int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
  * added nothing per block (1.95 / 1.98), and is left out. Split over threads by tiles (parts =
  * 1), the threads' tiles cut across blocks: per chunk there. */
 bool x_per_block_applies(const DwTiles& t) { return t.pair == 2 && t.parts > 1 && t.db == 1; }
+
+/** Bytes such a chunk stages and every tile passes over: its x and its dy rows (every output
+ * channel). Staged per input block (x_per_block_applies), the tiles pass over one block's x at
+ * a time. */
+int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
+  const int64_t x = x_per_block_applies(t) ? block_x_bytes(p, t) : chunk_x_bytes(p, t, db);
+  return x + db * t.ch * t.pair * p.geo.out[2] * 64 * p.geo.cout1();
+}
 
 /** The depth slices per chunk the schedule picks: the most (dividing the part's depth) whose
  * chunk stays within half the L2, so x is staged once per slice instead of once per kd tap (e1
@@ -217,8 +216,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
                       std::to_string(dw_depth_extent(p, t.parts)) +
                       ") where x is staged in fp32 rows and kd taps overlap (Kd " +
                       std::to_string(g.kernel[0]) + " > stride " + std::to_string(g.stride[0]) + ")");
-  t.x_per_block = x_per_block_applies(t);
-  if (t.x_per_block) t.prefetch_x = false;
+  if (x_per_block_applies(t)) t.prefetch_x = false;  // staged per block: nothing to prefetch
   return t;
 }
 
@@ -363,7 +361,7 @@ class DwTiled final : public DwSchedule {
       << (t.stage_x ? "" : stage_x_rows(p) ? "x read in place, " : "x read in place (sparse rows), ")
       << (t.db > 1 ? "x staged once for " + std::to_string(t.db) + " depth slices, " : "")
       << (t.prefetch_x ? "next chunk of x prefetched, " : "")
-      << (t.x_per_block ? "x staged per input block, " : "")
+      << (x_per_block_applies(t) ? "x staged per input block, " : "")
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
       << (p.in_dtype == DType::kFloat32 ? "dy read in place"
           : t.pair == 2                 ? "dy staged as bf16 row pairs"
@@ -396,11 +394,12 @@ class DwTiled final : public DwSchedule {
       in_chunk.push_back(mi);
       red.mid = mo;
     }
-    // Per input block (x_per_block): the tiles of one block (output channels and taps of one c1g,
-    // kd, g) in one loop inside the blocks' loop, each part a thread's; else every tile in one
-    // loop, spread over the threads (spread_tiles).
+    // Per input block (x_per_block_applies): the tiles of one block (output channels and taps of
+    // one c1g, kd, g) in one loop inside the blocks' loop, each part a thread's; else every tile
+    // in one loop, spread over the threads (spread_tiles).
+    const bool per_block = x_per_block_applies(t);
     Var tgi("tb"), blk("blk");
-    if (t.x_per_block) {
+    if (per_block) {
       Var tn("tbn"), bn("blkn");
       s.fuse(no, kwo, tn).fuse(tn, a.kh, tgi).fuse(a.c1g, a.kd, bn).fuse(bn, a.g, blk);
       s.reorder(c0, ni, kwi, tgi, blk, red.chunk, red.mid, red.outer, red.part).parallel(red.part);
@@ -414,7 +413,7 @@ class DwTiled final : public DwSchedule {
     // chunk needs are built in cache right before every tile of the thread consumes them, so
     // conversion and padding stay out of the hot loop without a pass over memory.
     if (t.pair == 2) {  // (e, c0): one 64-byte row of 16 bf16 pairs
-      a.xs.compute_at(t.x_per_block ? LoopLevel(red.body, blk) : LoopLevel(red.body, red.chunk))
+      a.xs.compute_at(per_block ? LoopLevel(red.body, blk) : LoopLevel(red.body, red.chunk))
           .reorder(c0, a.e)
           .vectorize(c0)
           .unroll(a.e);

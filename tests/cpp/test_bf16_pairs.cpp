@@ -155,7 +155,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwPairsTest, ::testing::Range(0, (int)std::s
                          [](const ::testing::TestParamInfo<int>& i) { return kDwCases[i.param].name; });
 
 // With the reduction split in parts, pair tiles stage x per input block (one block's rows right
-// before its tiles: DwTiles::x_per_block); in one part, per chunk. Both against the reference.
+// before its tiles: dw_tiled's x_per_block_applies); in one part, per chunk. Both against the
+// reference.
 TEST(Bf16Pairs, DwPairsStageXPerBlockWhenSplitInParts) {
   const Halide::Target native = lower::host_target();
   std::vector<std::pair<Halide::Target, bool>> targets{{without_bf16_dot(native), false}};

@@ -232,9 +232,8 @@ DxAlgorithm define_backprop_input(const Problem& p) {
                    min(oc2 / C0, Co1 - 1), clamp_inside(d, Do), b);
     // No pair reading a pad: no select. The clamps stay, for schedules whose rounded-up tiles
     // compute (and drop) positions past the row.
-    a.dysp_is_dy = dysp_is_dy(p);
-    a.dysp(e, n2, w, h, d, b, g) =
-        as_bf16(a.dysp_is_dy ? dv : select(inside, dv, cast<uint16_t>(0)));
+    const bool in_place = dysp_is_dy(p);
+    a.dysp(e, n2, w, h, d, b, g) = as_bf16(in_place ? dv : select(inside, dv, cast<uint16_t>(0)));
     a.dysk(n, w, h, d, b, g) = a.dysp(n % 2, n / 2, w, h, d, b, g);
     {
       const int half = cout_g / 2, taps = Kd * Kh * Kw;
@@ -246,11 +245,11 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     // Read in place, the pairs of a 6HD block are walked inside the blocks: each loop's dy
     // address is then affine (a block's 8 pairs 4 bytes apart, the blocks a plane apart).
     const PhaseReduction rp =
-        a.dysp_is_dy ? phase_reduction({{0, 2}, {0, C0 / 2}, {0, cout_g / C0}}, "rp")
-                     : phase_reduction({{0, 2}, {0, cout_g / 2}}, "rp");
+        in_place ? phase_reduction({{0, 2}, {0, C0 / 2}, {0, cout_g / C0}}, "rp")
+                 : phase_reduction({{0, 2}, {0, cout_g / 2}}, "rp");
     a.rp = rp.r;
     RVar pe = a.rp[0];
-    Expr pn = a.dysp_is_dy ? a.rp[1] + a.rp[2] * (C0 / 2) : Expr(a.rp[1]);
+    Expr pn = in_place ? a.rp[1] + a.rp[2] * (C0 / 2) : Expr(a.rp[1]);
     const Taps& tp = rp.tap;
     a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) = 0.0f;
     a.accp(c0, qw, pw, qh, ph, qd, pd, c1, b) +=

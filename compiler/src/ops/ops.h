@@ -188,12 +188,12 @@ struct DxAlgorithm {
   bool pairs = false;
   Halide::Func wzp{"wzp"};    ///< (e, c0, c1g, n2, kw, kh, kd, g) bf16 weight of channel 2*n2+e, 0 outside the group
   Halide::Func dysp{"dysp"};  ///< (e, n2, w, h, d, b, g) bf16 dy of channel 2*n2+e, 0 outside the volume
-  bool dysp_is_dy = false;    ///< dysp_is_dy(p): dysp has no padding select, rp walks (e, j, block)
   Halide::Func accp{"accp"};  ///< same dims as acc
   Halide::Func dxpp{"dxpp"};  ///< dxp reading accp
   Halide::Func outp;          ///< out reading dxpp (named "out" too)
   Halide::RDom rp;            ///< (e, n2, jw, jh, jd), the taps of the phase like r; where
-                              ///< dysp_is_dy (e, j, blk, jw, jh, jd), n2 = blk * 8 + j
+                              ///< dysp_is_dy(p) (dysp without its padding select: dy itself)
+                              ///< (e, j, blk, jw, jh, jd), n2 = blk * 8 + j
   Halide::Var e{"e"}, n2{"n2"};
   void use_pairs() { dxp = dxpp, out = outp; }
 
@@ -411,7 +411,7 @@ inline bool reads_inside(const Problem& p) {
   return inside_share(p, 0) == 1 && inside_share(p, 1) == 1 && inside_share(p, 2) == 1;
 }
 
-/** Whether dX's pair form reads its bf16 dy pairs as dy itself (DxAlgorithm::dysp_is_dy): at unit
+/** Whether dX's pair form reads its bf16 dy pairs as dy itself (DxAlgorithm::dysp, rp): at unit
  * strides where no pair reads a pad, with whole 6HD blocks per group (cout_g a multiple of 16),
  * a position's channel pairs are 4-byte words of dy, 8 to a block, so a tile can broadcast them
  * from dy in place. */
