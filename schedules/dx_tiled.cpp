@@ -41,17 +41,31 @@ int64_t row_tiles(const GemmShape& s, const GemmTiles& t) { return ceil_div(s.ro
  * peeled, 55 not, and level or slower with 16 or 32 output channels (the seed, 16: 6.18 against
  * 5.82, the one strided gain measured, was not kept). Nor for 16-bit dy (converted per
  * broadcast: e1 f16 4.0 against 5.9 ms, c2 43 against 57).
- * bf16 pairs read dy in place where no pair reads a pad (ops::dysp_is_dy: the pairs are 4-byte
- * words of dy, no select); the whole copy, 4.4% of d dX's time in Halide's profiler, goes.
+ * bf16 pairs read dy in place at unit strides (ops::dysp_reads_dy: the pairs are 4-byte words
+ * of dy); the whole copy, 4.4% of d dX's time in Halide's profiler, goes. With pads the select
+ * is on the width alone (the reduction leaves out the depth and height taps into pads): the
+ * row's tiles are partitioned on it and its taps unrolled (partitions_edge_tiles), so the inner
+ * tiles read dy bare and the edge tiles leave out their taps into the width pads, as oneDNN's
+ * edge blocks do. Zen 4, interleaved runs at 2 threads (min of 3-4), staged against in place: f
+ * 3.76 against 3.57 ms, e1 1.44 / 1.31, c2 15.7 / 15.2, c1 32.4 / 31.5, b 96.1 / 90.0 (1
+ * thread: f 7.53 / 7.10, e1 2.74 / 2.62, c2 31.6 / 30.3, c1 64.0 / 62.1). Every tile of the row
+ * unrolled instead ran level (31.2 ms on c1) and compiled in 0.71 s against 0.53.
  * Zen 4, d dX bf16, interleaved runs (min / median of 8): its pick [qt=7,ct=1] 1.87 / 1.91 ms in
  * place against 1.93 / 1.97 staged (2 threads 0.92 / 0.95 against 0.95 / 1.01), [qt=4,ct=4]
  * 1.88 / 1.94 against 1.94 / 2.07. Walking n2 as one loop, each broadcast's address took two
  * LEAs (6HD's n2/8, n2%8) and [qt=7,ct=1] ran 8% slower in place than staged: the pair loops
  * walk (pair in block, block) there instead (DxAlgorithm::rp). */
 bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t) {
-  if (t.pair == 2) return ops::dysp_is_dy(p);
+  if (t.pair == 2) return ops::dysp_reads_dy(p);
   if (p.in_dtype != DType::kFloat32 || is_strided(p)) return false;
   return chunked(s, t) || row_tiles(s, t) <= 2;
+}
+
+/** Whether the row's tiles are partitioned on dy's width padding (prologue and epilogue tiles
+ * apart from the inner ones), each tile's taps along the row unrolled: bf16 pairs reading dy in
+ * place through its padding select (see reads_dy_in_place). */
+bool partitions_edge_tiles(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  return t.pair == 2 && reads_dy_in_place(p, s, t) && !ops::dysp_is_dy(p);
 }
 
 /** Whether dy is staged row by row (slide_dy_rows): at unit stride and dilation, where the tiles
@@ -118,7 +132,8 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
            (peeled_row(p, s, t) ? "row of " + std::to_string(row_tiles(s, t)) +
                                    " tiles unrolled, "
                              : "") +
-           (reads_dy_in_place(p, s, t) ? "dy read in place, "
+           (partitions_edge_tiles(p, s, t) ? "dy read in place (edge tiles apart), "
+            : reads_dy_in_place(p, s, t)     ? "dy read in place, "
             : slides_dy(p, s, t)        ? "dy staged by rows, "
                                         : "dy staged whole, ") +
            std::to_string(ctx.threads) + " threads";
@@ -268,9 +283,9 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   return evaluate(n, m);
 }
 
-/** Loop partitioning pays in two places only: the chunked form's loop over a row's tiles (awo:
+/** Loop partitioning pays in three places only: the chunked form's loop over a row's tiles (awo:
  * the tiles at the row's ends read the width pads; whole, f dX ran 12.4 against 10.4 ms, c2 49.5
- * against 44.2) and dy's staging (converted and padded per row: e1 f16 dX whole 4.03 against
+ * against 44.2), the bf16 pair tiles' row read in place (partitions_edge_tiles) and dy's staging (converted and padded per row: e1 f16 dX whole 4.03 against
  * 3.91). The copies of the tile body the depth, row and position loops were split into cost
  * compile time only (Emerald Rapids: f dX 0.71 -> 0.52 s, e1 0.51 -> 0.32, c1 0.58 -> 0.43, c2
  * 0.61 -> 0.51 s), and every form ran level or faster built whole (f 9.9 against 10.4 ms). */
@@ -368,6 +383,10 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
   if (!chunked(s, t))
     register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
   if (peel) a.out.unroll(wo);
+  if (partitions_edge_tiles(p, s, t)) {
+    acc.update().unroll(a.rp[3]);  // rp = (e, j, blk, jw, jh, jd)
+    partitioned.push_back({Stage(a.out), wo});
+  }
   return partitioned;
 }
 

@@ -117,6 +117,43 @@ TEST(Bf16Pairs, PointwiseDxReadsDyPairsInPlace) {
   }
 }
 
+// Padded dX at unit strides reads its dy pairs from dy in place too (ops::dysp_reads_dy): the
+// reduction leaves out the depth and height taps into pads, and the row's tiles are partitioned
+// on the width's (edge tiles apart, taps along the row unrolled). Rows of one to five tiles, a
+// pad wider than a tile (a prologue of two tiles), one-sided pads, dilations, two groups, and
+// 24 output channels (a block and a half: staged, as everywhere else).
+TEST(Bf16Pairs, PaddedDxReadsDyPairsInPlace) {
+  const Case cases[] = {
+      {"padded_five_tiles", 1, 16, 32, 1, {3, 4, 13}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+      {"padded_one_tile", 1, 16, 16, 1, {3, 3, 3}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+      {"padded_dilated", 1, 16, 16, 1, {4, 5, 12}, {3, 3, 3}, {1, 1, 1}, {2, 2, 2}, {2, 2, 2, 2, 2, 2}},
+      {"padded_wider_than_tile", 1, 16, 16, 1, {2, 3, 11}, {1, 2, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 0, 3, 3}},
+      {"padded_one_side", 2, 16, 16, 1, {3, 4, 9}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0, 2, 2, 0}},
+      {"padded_grouped", 1, 32, 32, 2, {3, 4, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+      {"padded_block_and_half", 1, 16, 24, 1, {3, 4, 9}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+  };
+  const Halide::Target native = lower::host_target();
+  std::vector<std::pair<Halide::Target, bool>> targets{{without_bf16_dot(native), false}};
+  if (no_bf16_dot(native).empty()) targets.push_back({native, true});
+  for (const Case& c : cases) {
+    const Problem p = test::dx_problem(c, DType::kBFloat16);
+    const bool in_place = p.group.cout_g % 16 == 0;
+    EXPECT_EQ(ops::dysp_reads_dy(p), in_place) << c.name;
+    EXPECT_FALSE(ops::dysp_is_dy(p)) << c.name;
+    // A tile of 3 positions; of 2 where the pad is wider than that (a prologue of two tiles).
+    const std::string v = c.k[2] == 7 ? "qt=2,ct=1,pair=2" : "qt=3,ct=1,pair=2";
+    {
+      for (const auto& [t, dot] : targets) {
+        const lower::Lowered l = lower::lower(p, lower::select(p, {"dx_tiled", v}, 2, t), 2, t);
+        EXPECT_EQ(l.schedule_detail.find("dy read in place (edge tiles apart)") != std::string::npos,
+                  in_place)
+            << c.name << " " << l.schedule_detail;
+        check(c, t, v, dot);
+      }
+    }
+  }
+}
+
 // dW pairs output rows (an odd Ho pairs its last row with zeros); x rows are staged per chunk,
 // which the pair form does twice: wide channels, and a staging-bound seed-like case.
 const Case kDwCases[] = {

@@ -227,13 +227,16 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     // is even, so a pair never straddles two blocks) and e adds to the lane, so vectorized over
     // e the pair is one 4-byte load of dy.
     Expr oc2 = g * cout_g + 2 * n2;
-    Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
-    Expr dv = a.dy(oc2 % C0 + e, clamp_inside(w, Wo), clamp_inside(h, Ho),
-                   min(oc2 / C0, Co1 - 1), clamp_inside(d, Do), b);
+    Expr dv = as_bf16(a.dy(oc2 % C0 + e, clamp_inside(w, Wo), clamp_inside(h, Ho),
+                           min(oc2 / C0, Co1 - 1), clamp_inside(d, Do), b));
     // No pair reading a pad: no select. The clamps stay, for schedules whose rounded-up tiles
-    // compute (and drop) positions past the row.
-    const bool in_place = dysp_is_dy(p);
-    a.dysp(e, n2, w, h, d, b, g) = as_bf16(in_place ? dv : select(inside, dv, cast<uint16_t>(0)));
+    // compute (and drop) positions past the row. The width's condition is likely: a schedule
+    // reading dy in place partitions the row's tiles on it, so the inner tiles read dy without
+    // the select and the edge tiles' taps into the pads read a constant 0 and fold away.
+    Expr inside = likely(w >= 0 && w < Wo) && h >= 0 && h < Ho && d >= 0 && d < Do;
+    const bool in_place = dysp_reads_dy(p);
+    a.dysp(e, n2, w, h, d, b, g) =
+        dysp_is_dy(p) ? dv : select(inside, dv, Internal::make_zero(BFloat(16)));
     a.dysk(n, w, h, d, b, g) = a.dysp(n % 2, n / 2, w, h, d, b, g);
     {
       const int half = cout_g / 2, taps = Kd * Kh * Kw;
@@ -242,8 +245,9 @@ DxAlgorithm define_backprop_input(const Problem& p) {
       a.wzk(e, c0, row) = a.wzp(e, c0, blk % cin1_g, row % half, tap % Kw, (tap / Kw) % Kh,
                                 tap / (Kw * Kh), blk / cin1_g);
     }
-    // Read in place, the pairs of a 6HD block are walked inside the blocks: each loop's dy
-    // address is then affine (a block's 8 pairs 4 bytes apart, the blocks a plane apart).
+    // Where dy can be read in place, the pairs of a 6HD block are walked inside the blocks: each
+    // loop's dy address is then affine (a block's 8 pairs 4 bytes apart, the blocks a plane
+    // apart). Staged, that walk ran level with one loop over the pairs (c1 dX, Zen 4).
     const PhaseReduction rp =
         in_place ? phase_reduction({{0, 2}, {0, C0 / 2}, {0, cout_g / C0}}, "rp")
                  : phase_reduction({{0, 2}, {0, cout_g / 2}}, "rp");

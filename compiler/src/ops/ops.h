@@ -192,7 +192,7 @@ struct DxAlgorithm {
   Halide::Func dxpp{"dxpp"};  ///< dxp reading accp
   Halide::Func outp;          ///< out reading dxpp (named "out" too)
   Halide::RDom rp;            ///< (e, n2, jw, jh, jd), the taps of the phase like r; where
-                              ///< dysp_is_dy(p) (dysp without its padding select: dy itself)
+                              ///< dysp_reads_dy(p) (dy's pairs readable in place)
                               ///< (e, j, blk, jw, jh, jd), n2 = blk * 8 + j
   Halide::Var e{"e"}, n2{"n2"};
   void use_pairs() { dxp = dxpp, out = outp; }
@@ -411,15 +411,22 @@ inline bool reads_inside(const Problem& p) {
   return inside_share(p, 0) == 1 && inside_share(p, 1) == 1 && inside_share(p, 2) == 1;
 }
 
-/** Whether dX's pair form reads its bf16 dy pairs as dy itself (DxAlgorithm::dysp, rp): at unit
- * strides where no pair reads a pad, with whole 6HD blocks per group (cout_g a multiple of 16),
- * a position's channel pairs are 4-byte words of dy, 8 to a block, so a tile can broadcast them
- * from dy in place. */
-inline bool dysp_is_dy(const Problem& p) {
+/** Whether dX's pair form can read its bf16 dy pairs from dy in place (DxAlgorithm::dysp, rp):
+ * at unit strides, with whole 6HD blocks per group (cout_g a multiple of 16), a position's
+ * channel pairs are 4-byte words of dy, 8 to a block, so a tile can broadcast them from dy
+ * itself; and where the reduction leaves out every depth and height tap that reads a pad
+ * (skips_outside), the padding select is on the width alone, which a schedule can partition
+ * away along the row (dx_tiled). */
+inline bool dysp_reads_dy(const Problem& p) {
   const ConvGeometry& g = p.geo;
-  return reads_inside(p) && g.stride[0] * g.stride[1] * g.stride[2] == 1 &&
-         p.group.cout_g % 16 == 0;
+  const auto pads_left_out = [&](int i) { return inside_share(p, i) == 1 || skips_outside(p, i); };
+  return g.stride[0] * g.stride[1] * g.stride[2] == 1 && p.group.cout_g % 16 == 0 &&
+         pads_left_out(0) && pads_left_out(1);
 }
+
+/** Whether dX's pair form reads dy as is, with no padding select (dysp_reads_dy where no pair
+ * reads a pad at all). */
+inline bool dysp_is_dy(const Problem& p) { return dysp_reads_dy(p) && reads_inside(p); }
 
 /** Whether dX has its pair form for `p` (DxAlgorithm::pairs): bf16 inputs, an even cout_g. */
 inline bool bf16_pairs(const Problem& p) {
