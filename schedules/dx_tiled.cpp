@@ -7,11 +7,10 @@
  * block's weights exceed the L1: the row's tiles then run chunk by chunk against weights held in
  * L1, adding their partial sums to a row kept there.
  *
- * Unit strides read fp32 dy in place (no staged copy) where that measured faster: in chunked
- * tiles, and in rows that are peeled (their few tiles unrolled, so the edge tiles' taps into the
- * width padding fold away). See reads_dy_in_place. Elsewhere at unit stride (16-bit dy, wider
- * rows) dy is staged row by row as the tiles reach it (slide_dy_rows); with strides or
- * dilations, whole. */
+ * Unit strides read fp32 dy and bf16 pairs in place (no staged copy), a row's edge tiles leaving
+ * out their taps into the width padding (reads_dy_in_place, folds_width_pads). Other 16-bit dy
+ * at unit stride is staged row by row as the tiles reach it (slide_dy_rows), or whole where
+ * dilated; strided dy is staged whole. */
 #include <algorithm>
 #include <utility>
 
@@ -28,44 +27,54 @@ using namespace Halide;
 /** The tiles along one row of t's frame. */
 int64_t row_tiles(const GemmShape& s, const GemmTiles& t) { return ceil_div(s.row, (int64_t)t.qt); }
 
-/** Whether the tiles read fp32 dy in place through the padding select, instead of a zero-padded
- * copy staged in a pass of its own (its 5-7% of the time: the pass's reads of dy from L3 or DRAM
- * are not overlapped with compute, where the tiles' are): chunked tiles, and unchunked rows of
- * at most 2 tiles, which are peeled (peeled_row) so that the edge tiles' taps into the width
- * padding read a constant 0 and fold away (the padding select of a loop tile stays in its inner
- * loop: e1 dX read in place without peeling ran no faster than staged; 4 peeled tiles took
- * 0.9-1.2 s to compile, c2 and f [qt=8,ct=2], 2 tiles 0.5-0.7 s). Emerald Rapids, 1 thread,
- * staged against in place: e1 [qt=14,ct=1,kwt=3] (peeled) 4.06 against 3.62 ms (2 threads
- * 2.25 / 1.89); chunked tiles: f 10.7 / 10.0, c2 43.5 / 40.8, c1 96.1 / 90.2, b 266 / 251. Not
- * with strides (dy indexed through the phase's taps): g dX's scatter form 37 against 51 ms
+/** Whether the tiles read dy in place, instead of a zero-padded copy staged in a pass of its own
+ * (its 5-7% of the time: the pass's reads of dy from L3 or DRAM are not overlapped with compute,
+ * where the tiles' are). Unchunked, a row read in place must leave out its taps into the width
+ * padding, or the padding select stays in its inner loop (e1 dX read in place that way ran no
+ * faster than staged): folds_width_pads.
+ * fp32 dy at unit strides. Emerald Rapids, 1 thread, staged against in place: e1
+ * [qt=14,ct=1,kwt=3] (peeled) 4.06 against 3.62 ms (2 threads 2.25 / 1.89); chunked tiles: f
+ * 10.7 / 10.0, c2 43.5 / 40.8, c1 96.1 / 90.2, b 266 / 251. Zen 4, 2 threads, interleaved (min
+ * of 3), c1 [qt=8,ct=2,kwt=3] staged by rows against partitioned in place: 64.7 against 61.2
+ * ms; the model then takes unchunked partitioned rows for f (7.17 ms chunked against 6.98) and
+ * c2 (30.06 / 29.87). Where a depth or height tap into a pad stays in the reduction
+ * (ops::dy_pads_left_out fails) only chunked or peeled rows read in place, as measured before.
+ * Not with strides (dy indexed through the phase's taps): g dX's scatter form 37 against 51 ms
  * peeled, 55 not, and level or slower with 16 or 32 output channels (the seed, 16: 6.18 against
  * 5.82, the one strided gain measured, was not kept). Nor for 16-bit dy (converted per
  * broadcast: e1 f16 4.0 against 5.9 ms, c2 43 against 57).
- * bf16 pairs read dy in place at unit strides (ops::dysp_reads_dy: the pairs are 4-byte words
- * of dy); the whole copy, 4.4% of d dX's time in Halide's profiler, goes. With pads the select
- * is on the width alone (the reduction leaves out the depth and height taps into pads): the
- * row's tiles are partitioned on it and its taps unrolled (partitions_edge_tiles), so the inner
- * tiles read dy bare and the edge tiles leave out their taps into the width pads, as oneDNN's
- * edge blocks do. Zen 4, interleaved runs at 2 threads (min of 3-4), staged against in place: f
- * 3.76 against 3.57 ms, e1 1.44 / 1.31, c2 15.7 / 15.2, c1 32.4 / 31.5, b 96.1 / 90.0 (1
- * thread: f 7.53 / 7.10, e1 2.74 / 2.62, c2 31.6 / 30.3, c1 64.0 / 62.1). Every tile of the row
- * unrolled instead ran level (31.2 ms on c1) and compiled in 0.71 s against 0.53.
- * Zen 4, d dX bf16, interleaved runs (min / median of 8): its pick [qt=7,ct=1] 1.87 / 1.91 ms in
- * place against 1.93 / 1.97 staged (2 threads 0.92 / 0.95 against 0.95 / 1.01), [qt=4,ct=4]
- * 1.88 / 1.94 against 1.94 / 2.07. Walking n2 as one loop, each broadcast's address took two
- * LEAs (6HD's n2/8, n2%8) and [qt=7,ct=1] ran 8% slower in place than staged: the pair loops
- * walk (pair in block, block) there instead (DxAlgorithm::rp). */
+ * bf16 pairs at unit strides (ops::dysp_reads_dy: the pairs are 4-byte words of dy). Zen 4, d
+ * dX (pointwise, no select at all), interleaved runs (min / median of 8): its pick [qt=7,ct=1]
+ * 1.87 / 1.91 ms in place against 1.93 / 1.97 staged (2 threads 0.92 / 0.95 against 0.95 /
+ * 1.01), [qt=4,ct=4] 1.88 / 1.94 against 1.94 / 2.07. Walking n2 as one loop, each broadcast's
+ * address took two LEAs (6HD's n2/8, n2%8) and [qt=7,ct=1] ran 8% slower in place than staged:
+ * the pair loops walk (pair in block, block) there instead (DxAlgorithm::rp). Padded, with the
+ * row's edge tiles apart, 2 threads (min of 3-4), staged against in place: f 3.76 against 3.57
+ * ms, e1 1.44 / 1.31, c2 15.7 / 15.2, c1 32.4 / 31.5, b 96.1 / 90.0 (1 thread: f 7.53 / 7.10,
+ * e1 2.74 / 2.62, c2 31.6 / 30.3, c1 64.0 / 62.1). */
 bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  if (is_strided(p)) return false;
   if (t.pair == 2) return ops::dysp_reads_dy(p);
-  if (p.in_dtype != DType::kFloat32 || is_strided(p)) return false;
-  return chunked(s, t) || row_tiles(s, t) <= 2;
+  if (p.in_dtype != DType::kFloat32) return false;
+  return chunked(s, t) || row_tiles(s, t) <= 2 || ops::dy_pads_left_out(p);
 }
 
-/** Whether the row's tiles are partitioned on dy's width padding (prologue and epilogue tiles
- * apart from the inner ones), each tile's taps along the row unrolled: bf16 pairs reading dy in
- * place through its padding select (see reads_dy_in_place). */
+/** Whether an unchunked row reads dy in place through its width padding select, so its edge
+ * tiles must leave out their taps into the pads: each tile's taps along the row unrolled, and
+ * rows of at most 2 tiles unrolled (peeled_row), longer ones partitioned on the select (the
+ * edge tiles apart from the inner ones: partitions_edge_tiles). Either way the edge tiles' pad
+ * taps read a constant 0 and fold away, as oneDNN's edge blocks leave them out. Pointwise pairs
+ * (ops::dysp_is_dy) read dy with no select. */
+bool folds_width_pads(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  return !chunked(s, t) && reads_dy_in_place(p, s, t) && (t.pair == 1 || !ops::dysp_is_dy(p));
+}
+
+/** Whether a row of more than 2 tiles is partitioned on dy's width padding (folds_width_pads).
+ * Every tile of c1's bf16 row unrolled instead ran level (31.2 against 31.5 ms at 2 threads) and
+ * compiled in 0.71 s against 0.53; a row of 2 tiles partitioned ran slower than peeled (e1 dX
+ * f32 [qt=14,ct=1,kwt=3] at 1 thread 5.62 against 5.40 ms). */
 bool partitions_edge_tiles(const Problem& p, const GemmShape& s, const GemmTiles& t) {
-  return t.pair == 2 && reads_dy_in_place(p, s, t) && !ops::dysp_is_dy(p);
+  return folds_width_pads(p, s, t) && row_tiles(s, t) > 2;
 }
 
 /** Whether dy is staged row by row (slide_dy_rows): at unit stride and dilation, where the tiles
@@ -84,14 +93,15 @@ bool stages_dy_whole(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   return !reads_dy_in_place(p, s, t) && !slides_dy(p, s, t);
 }
 
-/** Whether the tiles of a row run unrolled, each with constant positions: at unit stride where
- * dy is read in place unchunked (above; on staged dy peeling there only cost compile time: e1
- * dX 4.07 ms peeled against 4.06, compiled in 0.4 s against 0.3); in the stride-phase frame
- * (dy staged, so its tiles share their code) rows of at most 4 tiles: g dX [qt=7,ct=2] 35.8
+/** Whether the tiles of a row run unrolled, each with constant positions: at unit stride rows
+ * of at most 2 tiles that fold their width pads (folds_width_pads; on staged dy peeling only
+ * cost compile time: e1 dX 4.07 ms peeled against 4.06, compiled in 0.4 s against 0.3; 4
+ * peeled fp32 tiles took 0.9-1.2 s, c2 and f [qt=8,ct=2]); in the stride-phase frame (dy
+ * staged, so its tiles share their code) rows of at most 4 tiles: g dX [qt=7,ct=2] 35.8
  * against 37.0 ms at 1 thread, 17.3 against 17.6 at 2, compiled in 0.5 s. */
 bool peeled_row(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   if (chunked(s, t)) return false;
-  return is_strided(p) ? row_tiles(s, t) <= 4 : t.pair == 1 && reads_dy_in_place(p, s, t);
+  return is_strided(p) ? row_tiles(s, t) <= 4 : folds_width_pads(p, s, t) && row_tiles(s, t) <= 2;
 }
 
 /** Staged dy at unit stride: converted to fp32 and zero-padded a row at a time as the tiles
@@ -285,7 +295,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
 
 /** Loop partitioning pays in three places only: the chunked form's loop over a row's tiles (awo:
  * the tiles at the row's ends read the width pads; whole, f dX ran 12.4 against 10.4 ms, c2 49.5
- * against 44.2), the bf16 pair tiles' row read in place (partitions_edge_tiles) and dy's staging (converted and padded per row: e1 f16 dX whole 4.03 against
+ * against 44.2), a row of tiles reading dy in place (partitions_edge_tiles) and dy's staging (converted and padded per row: e1 f16 dX whole 4.03 against
  * 3.91). The copies of the tile body the depth, row and position loops were split into cost
  * compile time only (Emerald Rapids: f dX 0.71 -> 0.52 s, e1 0.51 -> 0.32, c1 0.58 -> 0.43, c2
  * 0.61 -> 0.51 s), and every form ran level or faster built whole (f 9.9 against 10.4 ms). */
@@ -383,10 +393,9 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
   if (!chunked(s, t))
     register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
   if (peel) a.out.unroll(wo);
-  if (partitions_edge_tiles(p, s, t)) {
-    acc.update().unroll(a.rp[3]);  // rp = (e, j, blk, jw, jh, jd)
-    partitioned.push_back({Stage(a.out), wo});
-  }
+  // The taps along the row: r = (n, jw, jh, jd), rp = (e, j, blk, jw, jh, jd) read in place.
+  if (folds_width_pads(p, s, t) && t.kwt == 1) acc.update().unroll(t.pair == 2 ? a.rp[3] : a.r[1]);
+  if (partitions_edge_tiles(p, s, t)) partitioned.push_back({Stage(a.out), wo});
   return partitioned;
 }
 

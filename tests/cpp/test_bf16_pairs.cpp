@@ -119,13 +119,15 @@ TEST(Bf16Pairs, PointwiseDxReadsDyPairsInPlace) {
 
 // Padded dX at unit strides reads its dy pairs from dy in place too (ops::dysp_reads_dy): the
 // reduction leaves out the depth and height taps into pads, and the row's tiles are partitioned
-// on the width's (edge tiles apart, taps along the row unrolled). Rows of one to five tiles, a
+// on the width's (edge tiles apart; rows of 2 tiles or fewer unrolled instead), the taps along
+// the row unrolled. Rows of one to five tiles, a
 // pad wider than a tile (a prologue of two tiles), one-sided pads, dilations, two groups, and
 // 24 output channels (a block and a half: staged, as everywhere else).
 TEST(Bf16Pairs, PaddedDxReadsDyPairsInPlace) {
   const Case cases[] = {
       {"padded_five_tiles", 1, 16, 32, 1, {3, 4, 13}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
       {"padded_one_tile", 1, 16, 16, 1, {3, 3, 3}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+      {"padded_two_tiles", 1, 16, 16, 1, {3, 3, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
       {"padded_dilated", 1, 16, 16, 1, {4, 5, 12}, {3, 3, 3}, {1, 1, 1}, {2, 2, 2}, {2, 2, 2, 2, 2, 2}},
       {"padded_wider_than_tile", 1, 16, 16, 1, {2, 3, 11}, {1, 2, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 0, 3, 3}},
       {"padded_one_side", 2, 16, 16, 1, {3, 4, 9}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0, 2, 2, 0}},
@@ -145,9 +147,12 @@ TEST(Bf16Pairs, PaddedDxReadsDyPairsInPlace) {
     {
       for (const auto& [t, dot] : targets) {
         const lower::Lowered l = lower::lower(p, lower::select(p, {"dx_tiled", v}, 2, t), 2, t);
-        EXPECT_EQ(l.schedule_detail.find("dy read in place (edge tiles apart)") != std::string::npos,
-                  in_place)
-            << c.name << " " << l.schedule_detail;
+        const int qt = v[3] - '0';
+        const bool peeled = (c.in[2] + qt - 1) / qt <= 2;
+        const std::string& d = l.schedule_detail;
+        EXPECT_EQ(d.find("dy read in place") != std::string::npos, in_place) << c.name << " " << d;
+        EXPECT_EQ(d.find("(edge tiles apart)") != std::string::npos, in_place && !peeled) << c.name << " " << d;
+        EXPECT_EQ(d.find("tiles unrolled") != std::string::npos, in_place && peeled) << c.name << " " << d;
         check(c, t, v, dot);
       }
     }

@@ -80,7 +80,8 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     if (reads_inside) {
       a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
     } else {
-      Expr inside = w >= 0 && w < Wo && h >= 0 && h < Ho && d >= 0 && d < Do;
+      // The width's condition is likely, as dysp's below.
+      Expr inside = likely(w >= 0 && w < Wo) && h >= 0 && h < Ho && d >= 0 && d < Do;
       Expr v = a.dy(oc % C0, clamp_inside(w, Wo), clamp_inside(h, Ho), min(oc / C0, Co1 - 1),
                     clamp_inside(d, Do), b);
       a.dys(n, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);

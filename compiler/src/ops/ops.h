@@ -411,17 +411,22 @@ inline bool reads_inside(const Problem& p) {
   return inside_share(p, 0) == 1 && inside_share(p, 1) == 1 && inside_share(p, 2) == 1;
 }
 
+/** Whether dX's reduction leaves out every depth and height tap that reads a pad of dy (none
+ * reads one, or skips_outside): dy's padding select is then on the width alone, which a schedule
+ * reading dy in place can partition away along the row (dx_tiled). */
+inline bool dy_pads_left_out(const Problem& p) {
+  const auto left_out = [&](int i) { return inside_share(p, i) == 1 || skips_outside(p, i); };
+  return left_out(0) && left_out(1);
+}
+
 /** Whether dX's pair form can read its bf16 dy pairs from dy in place (DxAlgorithm::dysp, rp):
  * at unit strides, with whole 6HD blocks per group (cout_g a multiple of 16), a position's
  * channel pairs are 4-byte words of dy, 8 to a block, so a tile can broadcast them from dy
- * itself; and where the reduction leaves out every depth and height tap that reads a pad
- * (skips_outside), the padding select is on the width alone, which a schedule can partition
- * away along the row (dx_tiled). */
+ * itself, where the padding select is on the width alone (dy_pads_left_out). */
 inline bool dysp_reads_dy(const Problem& p) {
   const ConvGeometry& g = p.geo;
-  const auto pads_left_out = [&](int i) { return inside_share(p, i) == 1 || skips_outside(p, i); };
   return g.stride[0] * g.stride[1] * g.stride[2] == 1 && p.group.cout_g % 16 == 0 &&
-         pads_left_out(0) && pads_left_out(1);
+         dy_pads_left_out(p);
 }
 
 /** Whether dX's pair form reads dy as is, with no padding select (dysp_reads_dy where no pair
