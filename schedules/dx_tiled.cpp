@@ -247,7 +247,7 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // L2: only the writes count).
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
-  const bool in_place = reads_dy_in_place(p, s, t), by_rows = slides_dy(p, s, t);
+  const bool by_rows = slides_dy(p, s, t);
   n.pass_bytes = (w_elems + (stages_dy_whole(p, s, t) ? staged_dy_elems(p) : 0)) *
                      (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
@@ -288,8 +288,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   }
   n.lane_use = lane_use_of(g.flops() / t.pair, n);
   n.executed = ops::inside_tap_share(p);
-  // An unchunked row read in place is peeled, leaving out the taps into the width padding too.
-  if (in_place && !chunks) n.executed *= ops::inside_share(p, 2);
+  // A row that folds its width pads leaves out the taps into them too.
+  if (folds_width_pads(p, s, t)) n.executed *= ops::inside_share(p, 2);
   return evaluate(n, m);
 }
 
