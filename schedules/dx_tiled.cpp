@@ -59,14 +59,14 @@ bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t)
   return chunked(s, t) || row_tiles(s, t) <= 2 || ops::dy_pads_left_out(p);
 }
 
-/** Whether an unchunked row reads dy in place through its width padding select, so its edge
- * tiles must leave out their taps into the pads: each tile's taps along the row unrolled, and
- * rows of at most 2 tiles unrolled (peeled_row), longer ones partitioned on the select (the
- * edge tiles apart from the inner ones: partitions_edge_tiles). Either way the edge tiles' pad
- * taps read a constant 0 and fold away, as oneDNN's edge blocks leave them out. Pointwise pairs
- * (ops::dysp_is_dy) read dy with no select. */
+/** Whether an unchunked row reads dy in place through its width padding select (some tap
+ * reaches a width pad), so its edge tiles must leave out their taps into the pads: each tile's
+ * taps along the row unrolled, and rows of at most 2 tiles unrolled (peeled_row), longer ones
+ * partitioned on the select (the edge tiles apart from the inner ones: partitions_edge_tiles).
+ * Either way the edge tiles' pad taps read a constant 0 and fold away, as oneDNN's edge blocks
+ * leave them out. */
 bool folds_width_pads(const Problem& p, const GemmShape& s, const GemmTiles& t) {
-  return !chunked(s, t) && reads_dy_in_place(p, s, t) && (t.pair == 1 || !ops::dysp_is_dy(p));
+  return !chunked(s, t) && reads_dy_in_place(p, s, t) && ops::inside_share(p, 2) < 1;
 }
 
 /** Whether a row of more than 2 tiles is partitioned on dy's width padding (folds_width_pads).
@@ -94,8 +94,8 @@ bool stages_dy_whole(const Problem& p, const GemmShape& s, const GemmTiles& t) {
 }
 
 /** Whether the tiles of a row run unrolled, each with constant positions: at unit stride rows
- * of at most 2 tiles that fold their width pads (folds_width_pads; on staged dy peeling only
- * cost compile time: e1 dX 4.07 ms peeled against 4.06, compiled in 0.4 s against 0.3; 4
+ * of at most 2 tiles that fold their width pads (folds_width_pads; elsewhere peeling only cost
+ * compile time: e1 dX on staged dy 4.07 ms peeled against 4.06, compiled in 0.4 s against 0.3; 4
  * peeled fp32 tiles took 0.9-1.2 s, c2 and f [qt=8,ct=2]); in the stride-phase frame (dy
  * staged, so its tiles share their code) rows of at most 4 tiles: g dX [qt=7,ct=2] 35.8
  * against 37.0 ms at 1 thread, 17.3 against 17.6 at 2, compiled in 0.5 s. */
