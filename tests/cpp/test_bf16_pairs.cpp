@@ -49,6 +49,15 @@ std::string no_bf16_dot(const Halide::Target& t) {
          " lacks avx512_zen4 / avx512_sapphirerapids): the portable test covers the algorithm";
 }
 
+/** The targets a pair test compiles for, each with whether it has bf16 dot products: the host
+ * without the feature (the portable lowering), and the host itself where it has it. */
+std::vector<std::pair<Halide::Target, bool>> pair_targets() {
+  const Halide::Target native = lower::host_target();
+  std::vector<std::pair<Halide::Target, bool>> targets{{without_bf16_dot(native), false}};
+  if (no_bf16_dot(native).empty()) targets.push_back({native, true});
+  return targets;
+}
+
 /** The assembly has a VDPBF16PS whose last operand is an embedded 32-bit broadcast. */
 bool has_folded_dot(const std::string& s) {
   std::istringstream lines(s);
@@ -98,9 +107,7 @@ TEST(Bf16Pairs, PointwiseDxReadsDyPairsInPlace) {
       {"pointwise_grouped", 1, 32, 32, 2, {2, 4, 9}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
       {"pointwise_block_and_half", 1, 16, 24, 1, {2, 3, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
   };
-  const Halide::Target native = lower::host_target();
-  std::vector<std::pair<Halide::Target, bool>> targets{{without_bf16_dot(native), false}};
-  if (no_bf16_dot(native).empty()) targets.push_back({native, true});
+  const auto targets = pair_targets();
   for (const Case& c : cases) {
     const Problem p = test::dx_problem(c, DType::kBFloat16);
     const bool in_place = p.group.cout_g % 16 == 0;
@@ -120,9 +127,9 @@ TEST(Bf16Pairs, PointwiseDxReadsDyPairsInPlace) {
 // Padded dX at unit strides reads its dy pairs from dy in place too (ops::dysp_reads_dy): the
 // reduction leaves out the depth and height taps into pads, and the row's tiles are partitioned
 // on the width's (edge tiles apart; rows of 2 tiles or fewer unrolled instead), the taps along
-// the row unrolled. Rows of one to five tiles, a
-// pad wider than a tile (a prologue of two tiles), one-sided pads, dilations, two groups, and
-// 24 output channels (a block and a half: staged, as everywhere else).
+// the row unrolled. Rows of one to six tiles, a pad wider than a tile (a prologue of two
+// tiles), one-sided pads, dilations, two groups, and 24 output channels (a block and a half:
+// staged, as everywhere else).
 TEST(Bf16Pairs, PaddedDxReadsDyPairsInPlace) {
   const Case cases[] = {
       {"padded_five_tiles", 1, 16, 32, 1, {3, 4, 13}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
@@ -134,27 +141,23 @@ TEST(Bf16Pairs, PaddedDxReadsDyPairsInPlace) {
       {"padded_grouped", 1, 32, 32, 2, {3, 4, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
       {"padded_block_and_half", 1, 16, 24, 1, {3, 4, 9}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
   };
-  const Halide::Target native = lower::host_target();
-  std::vector<std::pair<Halide::Target, bool>> targets{{without_bf16_dot(native), false}};
-  if (no_bf16_dot(native).empty()) targets.push_back({native, true});
+  const auto targets = pair_targets();
   for (const Case& c : cases) {
     const Problem p = test::dx_problem(c, DType::kBFloat16);
     const bool in_place = p.group.cout_g % 16 == 0;
     EXPECT_EQ(ops::dysp_reads_dy(p), in_place) << c.name;
     EXPECT_FALSE(ops::dysp_is_dy(p)) << c.name;
     // A tile of 3 positions; of 2 where the pad is wider than that (a prologue of two tiles).
-    const std::string v = c.k[2] == 7 ? "qt=2,ct=1,pair=2" : "qt=3,ct=1,pair=2";
-    {
-      for (const auto& [t, dot] : targets) {
-        const lower::Lowered l = lower::lower(p, lower::select(p, {"dx_tiled", v}, 2, t), 2, t);
-        const int qt = v[3] - '0';
-        const bool peeled = (c.in[2] + qt - 1) / qt <= 2;
-        const std::string& d = l.schedule_detail;
-        EXPECT_EQ(d.find("dy read in place") != std::string::npos, in_place) << c.name << " " << d;
-        EXPECT_EQ(d.find("(edge tiles apart)") != std::string::npos, in_place && !peeled) << c.name << " " << d;
-        EXPECT_EQ(d.find("tiles unrolled") != std::string::npos, in_place && peeled) << c.name << " " << d;
-        check(c, t, v, dot);
-      }
+    const int qt = c.k[2] == 7 ? 2 : 3;
+    const std::string v = "qt=" + std::to_string(qt) + ",ct=1,pair=2";
+    const bool peeled = (c.in[2] + qt - 1) / qt <= 2;
+    for (const auto& [t, dot] : targets) {
+      const lower::Lowered l = lower::lower(p, lower::select(p, {"dx_tiled", v}, 2, t), 2, t);
+      const std::string& d = l.schedule_detail;
+      EXPECT_EQ(d.find("dy read in place") != std::string::npos, in_place) << c.name << " " << d;
+      EXPECT_EQ(d.find("(edge tiles apart)") != std::string::npos, in_place && !peeled) << c.name << " " << d;
+      EXPECT_EQ(d.find("tiles unrolled") != std::string::npos, in_place && peeled) << c.name << " " << d;
+      check(c, t, v, dot);
     }
   }
 }
@@ -200,9 +203,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwPairsTest, ::testing::Range(0, (int)std::s
 // before its tiles: dw_tiled's x_per_block_applies); in one part, per chunk. Both against the
 // reference.
 TEST(Bf16Pairs, DwPairsStageXPerBlockWhenSplitInParts) {
-  const Halide::Target native = lower::host_target();
-  std::vector<std::pair<Halide::Target, bool>> targets{{without_bf16_dot(native), false}};
-  if (no_bf16_dot(native).empty()) targets.push_back({native, true});
+  const auto targets = pair_targets();
   for (const Case& c : kDwCases) {
     const Problem p = test::dw_problem(c, DType::kBFloat16);
     for (const std::string& parts : {std::string("1"), std::string("2")}) {
