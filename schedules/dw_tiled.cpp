@@ -99,15 +99,16 @@ int64_t chunk_x_bytes(const Problem& p, const DwTiles& t, int64_t db) {
 
 /** Whether tiles `t` stage x per input block of the chunk (the block's rows right before its
  * tiles), not the whole chunk at once: pair tiles whose reduction is split in parts, so each
- * thread walks every tile of its part in one loop, whose blocks can each stage their own rows. A chunk's x (all blocks, 57 KB for d dW's 2 row pairs) staged at
- * once outgrows the L1 before its tiles read it; one block's (3.5 KB) stays there. Zen 4, d dW
- * bf16 [nt=8,ch=2,parts=4], interleaved runs of one build (min / median of 6): 1.94 / 1.97 ms
+ * thread walks every tile of its part in one loop, whose blocks can each stage their own rows.
+ * (Pair chunks are one depth slice: depth_blocks_apply.) A chunk's x (all blocks, 57 KB for d
+ * dW's 2 row pairs) staged at once outgrows the L1 before its tiles read it; one block's (3.5
+ * KB) stays there. Zen 4, d dW bf16 [nt=8,ch=2,parts=4], interleaved runs of one build (min / median of 6): 1.94 / 1.97 ms
  * per block against 2.02 / 2.12 per chunk (2 threads 0.96 / 0.97 against 1.01 / 1.04); the
  * seed (x from DRAM, staging-bound) level, 5.72 / 5.77 against 5.74 / 5.78; at 2 threads g
  * 13.8 / 14.0 against 14.0 / 14.4, c1, c2 and f level. The next chunk's prefetch (prefetch_x)
  * added nothing per block (1.95 / 1.98), and is left out. Split over threads by tiles (parts =
  * 1), the threads' tiles cut across blocks: per chunk there. */
-bool x_per_block_applies(const DwTiles& t) { return t.pair == 2 && t.parts > 1 && t.db == 1; }
+bool x_per_block_applies(const DwTiles& t) { return t.pair == 2 && t.parts > 1; }
 
 /** Bytes such a chunk stages and every tile passes over: its x and its dy rows (every output
  * channel). Staged per input block (x_per_block_applies), the tiles pass over one block's x at
@@ -200,14 +201,14 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   // few channels, strides) the next chunk's rows are prefetched during this chunk's tiles, if
   // both chunks fit in L2 side by side (larger chunks got slower), where the target is one that
   // prefetches them (prefetches_staged_x).
-  {
-    t.prefetch_x = t.stage_x && chunk_x_bytes(p, t, 1) <= (256 << 10) && staging_bound(p) &&
-                   prefetches_staged_x(ctx.target);
-    // Few tiles balance badly over threads, and staging-bound problems stage every chunk once
-    // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
-    if (t.tiles < 8 || t.prefetch_x) t.parts = dw_parts(p, kDwSplitParts);
-  }
+  // Few tiles balance badly over threads, and staging-bound problems stage every chunk once
+  // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
+  const bool streams_x = t.stage_x && chunk_x_bytes(p, t, 1) <= (256 << 10) && staging_bound(p) &&
+                         prefetches_staged_x(ctx.target);
+  if (t.tiles < 8 || streams_x) t.parts = dw_parts(p, kDwSplitParts);
   if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
+  // Staged per input block, a chunk has nothing left to prefetch.
+  t.prefetch_x = streams_x && !x_per_block_applies(t);
   // Last: the depth extent a chunk can span depends on the parts.
   t.db = f.count("db") ? f.at("db") : own_depth_block(p, t, m);
   space().require(t.db == 1 || (depth_blocks_apply(p, t) && dw_depth_extent(p, t.parts) % t.db == 0),
@@ -216,7 +217,6 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
                       std::to_string(dw_depth_extent(p, t.parts)) +
                       ") where x is staged in fp32 rows and kd taps overlap (Kd " +
                       std::to_string(g.kernel[0]) + " > stride " + std::to_string(g.stride[0]) + ")");
-  if (x_per_block_applies(t)) t.prefetch_x = false;  // staged per block: nothing to prefetch
   return t;
 }
 

@@ -295,8 +295,8 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
 
 /** Loop partitioning pays in three places only: the chunked form's loop over a row's tiles (awo:
  * the tiles at the row's ends read the width pads; whole, f dX ran 12.4 against 10.4 ms, c2 49.5
- * against 44.2), a row of tiles reading dy in place (partitions_edge_tiles) and dy's staging (converted and padded per row: e1 f16 dX whole 4.03 against
- * 3.91). The copies of the tile body the depth, row and position loops were split into cost
+ * against 44.2), an unchunked row of tiles reading dy in place (partitions_edge_tiles) and dy's
+ * staging (converted and padded per row: e1 f16 dX whole 4.03 against 3.91). The copies of the tile body the depth, row and position loops were split into cost
  * compile time only (Emerald Rapids: f dX 0.71 -> 0.52 s, e1 0.51 -> 0.32, c1 0.58 -> 0.43, c2
  * 0.61 -> 0.51 s), and every form ran level or faster built whole (f 9.9 against 10.4 ms). */
 void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const {

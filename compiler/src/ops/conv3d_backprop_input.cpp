@@ -71,6 +71,10 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   // Weights of real group g with input channel c1g*16+c0 innermost (the transposed conv never
   // mixes groups).
   define_group_weights(a, p, cout_pg, cin_pg, /*lanes_out=*/false);
+  // Whether dy position (w, h, d) is inside its volume; the width's condition is likely: a
+  // schedule reading dy in place partitions the row's tiles on it, so the inner tiles read dy
+  // without the select and the edge tiles' taps into the pads read a constant 0 and fold away.
+  Expr dy_inside = likely(w >= 0 && w < Wo) && h >= 0 && h < Ho && d >= 0 && d < Do;
   // dy, zero outside its volume (the transposed conv reads beyond it near the borders). A 1x1x1
   // kernel without pads reads only inside (phase 0 at ow < ceil(W/s) = Wo; the other phases have
   // no taps), so it reads dy as is: no select or clamp left in a loop that reads dy in place.
@@ -80,11 +84,9 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     if (reads_inside) {
       a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
     } else {
-      // The width's condition is likely, as dysp's below.
-      Expr inside = likely(w >= 0 && w < Wo) && h >= 0 && h < Ho && d >= 0 && d < Do;
       Expr v = a.dy(oc % C0, clamp_inside(w, Wo), clamp_inside(h, Ho), min(oc / C0, Co1 - 1),
                     clamp_inside(d, Do), b);
-      a.dys(n, w, h, d, b, g) = select(inside, to_f32(v), 0.0f);
+      a.dys(n, w, h, d, b, g) = select(dy_inside, to_f32(v), 0.0f);
     }
   }
 
@@ -231,13 +233,10 @@ DxAlgorithm define_backprop_input(const Problem& p) {
     Expr dv = as_bf16(a.dy(oc2 % C0 + e, clamp_inside(w, Wo), clamp_inside(h, Ho),
                            min(oc2 / C0, Co1 - 1), clamp_inside(d, Do), b));
     // No pair reading a pad: no select. The clamps stay, for schedules whose rounded-up tiles
-    // compute (and drop) positions past the row. The width's condition is likely: a schedule
-    // reading dy in place partitions the row's tiles on it, so the inner tiles read dy without
-    // the select and the edge tiles' taps into the pads read a constant 0 and fold away.
-    Expr inside = likely(w >= 0 && w < Wo) && h >= 0 && h < Ho && d >= 0 && d < Do;
+    // compute (and drop) positions past the row.
     const bool in_place = dysp_reads_dy(p);
     a.dysp(e, n2, w, h, d, b, g) =
-        dysp_is_dy(p) ? dv : select(inside, dv, Internal::make_zero(BFloat(16)));
+        dysp_is_dy(p) ? dv : select(dy_inside, dv, Internal::make_zero(BFloat(16)));
     a.dysk(n, w, h, d, b, g) = a.dysp(n % 2, n / 2, w, h, d, b, g);
     {
       const int half = cout_g / 2, taps = Kd * Kh * Kw;
