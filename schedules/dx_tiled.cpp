@@ -7,11 +7,13 @@
  * block's weights exceed the L1: the row's tiles then run chunk by chunk against weights held in
  * L1, adding their partial sums to a row kept there.
  *
- * Unit strides read fp32 dy and bf16 pairs in place (no staged copy), a row's edge tiles leaving
- * out their taps into the width padding (reads_dy_in_place, folds_width_pads). Other 16-bit dy
- * at unit stride is staged row by row as the tiles reach it (slide_dy_rows), or whole where
- * dilated; strided dy is staged whole. */
+ * Unit strides read dy in its own frame (fp32 dy and bf16 pairs in place, other 16-bit dy from
+ * its unpadded fp32 conversion), a row's edge tiles leaving out their taps into the width
+ * padding (reads_dy_unpadded, folds_width_pads); where a depth or height pad tap stays in the
+ * reduction, 16-bit dy is staged zero-padded instead. A copy is staged row by row as the tiles
+ * reach it (slide_dy_rows), or whole where dilated; strided dy is staged whole. */
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "schedules/gemm_tile.h"
@@ -27,9 +29,15 @@ using namespace Halide;
 /** The tiles along one row of t's frame. */
 int64_t row_tiles(const GemmShape& s, const GemmTiles& t) { return ceil_div(s.row, (int64_t)t.qt); }
 
-/** Whether the tiles read dy in place, instead of a zero-padded copy staged in a pass of its own
- * (its 5-7% of the time: the pass's reads of dy from L3 or DRAM are not overlapped with compute,
- * where the tiles' are). Unchunked, a row read in place must leave out its taps into the width
+/** How the tiles reach dy: in its own frame through dys's padding select (dy itself, or for
+ * 16-bit dy its fp32 conversion dyc, staged a row at a time as the tiles reach it or whole), or
+ * a zero-padded copy (dys) staged whole, in a pass of its own. */
+enum class DyRead { kInPlace, kConvertedRows, kConvertedWhole, kPaddedWhole };
+
+/** Whether the tiles read dy in its own frame (through the padding select), instead of a
+ * zero-padded copy: the padded copy's staging pass costs 5-7% of the time (its reads of dy from
+ * L3 or DRAM are not overlapped with compute, where the tiles' are), and its tiles multiply
+ * every width pad tap. Unchunked, a row read that way must leave out its taps into the width
  * padding, or the padding select stays in its inner loop (e1 dX read in place that way ran no
  * faster than staged): folds_width_pads.
  * fp32 dy at unit strides. Emerald Rapids, 1 thread, staged against in place: e1
@@ -41,8 +49,9 @@ int64_t row_tiles(const GemmShape& s, const GemmTiles& t) { return ceil_div(s.ro
  * (ops::dy_pads_left_out fails) only chunked or peeled rows read in place, as measured before.
  * Not with strides (dy indexed through the phase's taps): g dX's scatter form 37 against 51 ms
  * peeled, 55 not, and level or slower with 16 or 32 output channels (the seed, 16: 6.18 against
- * 5.82, the one strided gain measured, was not kept). Nor for 16-bit dy (converted per
- * broadcast: e1 f16 4.0 against 5.9 ms, c2 43 against 57).
+ * 5.82, the one strided gain measured, was not kept).
+ * 16-bit dy is read that way from its fp32 conversion (dyc, unpadded), not from dy itself
+ * (converted per broadcast: e1 f16 4.0 against 5.9 ms, c2 43 against 57).
  * bf16 pairs at unit strides (ops::dysp_reads_dy: the pairs are 4-byte words of dy). Zen 4, d
  * dX (pointwise, no select at all), interleaved runs (min / median of 8): its pick [qt=7,ct=1]
  * 1.87 / 1.91 ms in place against 1.93 / 1.97 staged (2 threads 0.92 / 0.95 against 0.95 /
@@ -52,21 +61,38 @@ int64_t row_tiles(const GemmShape& s, const GemmTiles& t) { return ceil_div(s.ro
  * row's edge tiles apart, 2 threads (min of 3-4), staged against in place: f 3.76 against 3.57
  * ms, e1 1.44 / 1.31, c2 15.7 / 15.2, c1 32.4 / 31.5, b 96.1 / 90.0 (1 thread: f 7.53 / 7.10,
  * e1 2.74 / 2.62, c2 31.6 / 30.3, c1 64.0 / 62.1). */
-bool reads_dy_in_place(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+bool reads_dy_unpadded(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   if (is_strided(p)) return false;
   if (t.pair == 2) return ops::dysp_reads_dy(p);
-  if (p.in_dtype != DType::kFloat32) return false;
   return chunked(s, t) || row_tiles(s, t) <= 2 || ops::dy_pads_left_out(p);
 }
 
-/** Whether an unchunked row reads dy in place through its width padding select (some tap
- * reaches a width pad), so its edge tiles must leave out their taps into the pads: each tile's
+/** How t's tiles reach dy (DyRead). 16-bit dy's conversion is staged by rows where the depth
+ * and height are undilated (slide_dy_rows), whole where dilated: Halide's sliding window did not
+ * slide there (each output row converted its whole window of rows again; zero-padded, f dX f16
+ * ran 15.4 against 16.6 ms on Zen 4, 1 thread). Undilated unit-stride rows always leave out
+ * their depth and height pad taps (every input position reads dy through some tap), so only
+ * dilated or strided tiles read the zero-padded copy, and only bf16 pairs or 16-bit dy where
+ * the width's pad taps would stay in the loop. Zen 4, f16 dy, 1 thread, interleaved (min of 2-3),
+ * zero-padded (by rows where undilated, else whole) against converted: f 15.37 against 14.20 ms
+ * (fp32 in place 14.05), c2 62.6 / 60.5 (fp32 60.3), e1 5.73 / 5.61 (fp32 5.38); 2 threads f
+ * 7.94 / 7.31, e1 2.91 / 2.84. e1 converted whole ran 5.43 ms (2 threads level): 3 depth taps
+ * convert each row 3 times by rows; c2 converted whole ran 62.0. */
+DyRead dy_read(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  if (!reads_dy_unpadded(p, s, t)) return DyRead::kPaddedWhole;
+  if (t.pair == 2 || p.in_dtype == DType::kFloat32) return DyRead::kInPlace;
+  return p.geo.dilation[0] * p.geo.dilation[1] == 1 ? DyRead::kConvertedRows
+                                                     : DyRead::kConvertedWhole;
+}
+
+/** Whether an unchunked row reads dy through its width padding select (reads_dy_unpadded, and
+ * some tap reaches a width pad), so its edge tiles must leave out their taps into the pads: each tile's
  * taps along the row unrolled, and rows of at most 2 tiles unrolled (peeled_row), longer ones
  * partitioned on the select (the edge tiles apart from the inner ones: partitions_edge_tiles).
  * Either way the edge tiles' pad taps read a constant 0 and fold away, as oneDNN's edge blocks
  * leave them out. */
 bool folds_width_pads(const Problem& p, const GemmShape& s, const GemmTiles& t) {
-  return !chunked(s, t) && reads_dy_in_place(p, s, t) && ops::inside_share(p, 2) < 1;
+  return !chunked(s, t) && reads_dy_unpadded(p, s, t) && ops::inside_share(p, 2) < 1;
 }
 
 /** Whether a row of more than 2 tiles is partitioned on dy's width padding (folds_width_pads).
@@ -75,22 +101,6 @@ bool folds_width_pads(const Problem& p, const GemmShape& s, const GemmTiles& t) 
  * f32 [qt=14,ct=1,kwt=3] at 1 thread 5.62 against 5.40 ms). */
 bool partitions_edge_tiles(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   return folds_width_pads(p, s, t) && row_tiles(s, t) > 2;
-}
-
-/** Whether dy is staged row by row (slide_dy_rows): at unit stride and dilation, where the tiles
- * neither read it in place nor run bf16 pairs. Dilated, Halide's sliding window did not slide
- * (each output row converted its whole window of rows again): staged whole, f dX f16 ran 15.4
- * against 16.6 ms on Zen 4 (1 thread). */
-bool slides_dy(const Problem& p, const GemmShape& s, const GemmTiles& t) {
-  const ConvGeometry& g = p.geo;
-  return t.pair == 1 && !is_strided(p) && g.dilation[0] * g.dilation[1] == 1 &&
-         !reads_dy_in_place(p, s, t);
-}
-
-/** Whether dy is staged whole, in a pass of its own (stage_root): where the tiles neither read it
- * in place nor stage it by rows (strides, dilations, bf16 pairs). */
-bool stages_dy_whole(const Problem& p, const GemmShape& s, const GemmTiles& t) {
-  return !reads_dy_in_place(p, s, t) && !slides_dy(p, s, t);
 }
 
 /** Whether the tiles of a row run unrolled, each with constant positions: at unit stride rows
@@ -104,23 +114,26 @@ bool peeled_row(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   return is_strided(p) ? row_tiles(s, t) <= 4 : folds_width_pads(p, s, t) && row_tiles(s, t) <= 2;
 }
 
-/** Staged dy at unit stride: converted to fp32 and zero-padded a row at a time as the tiles
- * reach it, not in a pass of its own before them. Stored per sweep of a channel block over the
- * rows and computed per output row: Halide's sliding window converts only the rows the last
- * output row did not (the new one, at every depth tap), so the conversion runs beside the
- * tiles, on rows about to be read. Each block's sweep and each depth slice convert the rows
- * again (staged_dy_conversions). Emerald Rapids, f16 dy, staged whole against by rows, 1 / 2
- * threads: e1 4.17 / 2.27 against 3.77 / 1.99 ms, c1 95.0 / 48.9 against 91.4 / 47.0, c2 43.3
- * / 22.2 against 42.8 / 21.6, b 262 / 139 against 256 / 135, f 10.9 / 5.36 against 10.8 /
- * 5.39; a depth slab per thread (no sliding) ran level with whole. Storage folded to the
- * kernel's rows gained 0.5-1% more, but Halide's bounds of a row's window can exceed the rows
- * the kernel spans (2 taps of dilation 2 read 5 rows) and a fold too small fails at run time,
- * so the storage is not folded. fp32 dy read in place stays faster (e1 3.51 against 3.73 by
- * rows). Not for strided dy (g dX by rows of the phase frame 38.6 against 36.1 ms whole; per
- * depth slice level), nor bf16 pairs (b: level). */
+/** 16-bit dy at unit stride and undilated depth and height: converted to fp32 (dyc) a row at a
+ * time as the tiles reach it, not in a pass of its own before them. Stored per sweep of a
+ * channel block over the rows and computed per output row: Halide's sliding window converts
+ * only the rows the last output row did not (the new one, at every depth tap), so the
+ * conversion runs beside the tiles, on rows about to be read. Each block's sweep and each depth
+ * slice convert the rows again (staged_dy_conversions). Emerald Rapids, f16 dy zero-padded,
+ * whole against by rows, 1 / 2 threads: e1 4.17 / 2.27 against 3.77 / 1.99 ms, c1 95.0 / 48.9
+ * against 91.4 / 47.0, c2 43.3 / 22.2 against 42.8 / 21.6, b 262 / 139 against 256 / 135, f
+ * 10.9 / 5.36 against 10.8 / 5.39; a depth slab per thread (no sliding) ran level with whole.
+ * Storage folded to the kernel's rows gained 0.5-1% more, but Halide's bounds of a row's window
+ * can exceed the rows the kernel spans (2 taps of dilation 2 read 5 rows) and a fold too small
+ * fails at run time, so the storage is not folded. Not for strided dy (g dX by rows of the
+ * phase frame 38.6 against 36.1 ms whole; per depth slice level), nor bf16 pairs (b: level). */
 void slide_dy_rows(ops::DxAlgorithm& a, const Var& sweep, const Var& row) {
-  a.dys.store_at(a.out, sweep).compute_at(a.out, row).vectorize(a.n, 16);
+  a.dyc.store_at(a.out, sweep).compute_at(a.out, row).vectorize(a.n, 16);
 }
+
+const std::array<std::string, 4> dy_read_names = {
+    "dy read in place", "dy converted by rows, read unpadded", "dy converted whole, read unpadded",
+    "dy staged whole"};
 
 /** How many times slide_dy_rows converts each element of staged dy: once for each output depth
  * slice whose taps span it ((Kd - 1) * dd + 1 of them: each slice converts its own window), per
@@ -142,10 +155,8 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
            (peeled_row(p, s, t) ? "row of " + std::to_string(row_tiles(s, t)) +
                                    " tiles unrolled, "
                              : "") +
-           (partitions_edge_tiles(p, s, t) ? "dy read in place (edge tiles apart), "
-            : reads_dy_in_place(p, s, t)     ? "dy read in place, "
-            : slides_dy(p, s, t)        ? "dy staged by rows, "
-                                        : "dy staged whole, ") +
+           dy_read_names.at(size_t(dy_read(p, s, t))) +
+           (partitions_edge_tiles(p, s, t) ? " (edge tiles apart), " : ", ") +
            std::to_string(ctx.threads) + " threads";
   }
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -242,21 +253,22 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   n.visit_footprint = int64_t(w_chunk + dy_bytes / chunk_count);
   n.chunk_footprint = int64_t(w_chunk + dy_rows_bytes / chunk_count);
   n.units = g.n * phase_extent(p, 0) * g.stride[0];
-  // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach); the tiles
-  // store dX in place, but a ragged phase frame is gathered into 6HD per depth slice (from
-  // L2: only the writes count).
+  // Passes: weights and dy staged in fp32 (dy zero-padded by the taps' reach, or converted
+  // unpadded); the tiles store dX in place, but a ragged phase frame is gathered into 6HD per
+  // depth slice (from L2: only the writes count).
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
   const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
-  const bool by_rows = slides_dy(p, s, t);
-  n.pass_bytes = (w_elems + (stages_dy_whole(p, s, t) ? staged_dy_elems(p) : 0)) *
-                     (input_bytes(p) + staged_bytes) +
+  const DyRead read = dy_read(p, s, t);
+  const double dy_copy = read == DyRead::kPaddedWhole ? staged_dy_elems(p) : dy_elems(p);
+  const bool whole = read == DyRead::kConvertedWhole || read == DyRead::kPaddedWhole;
+  n.pass_bytes = (w_elems + (whole ? dy_copy : 0)) * (input_bytes(p) + staged_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
   // Rows staged as the tiles reach them: dy itself read once from memory (the rows converted
   // again for other depth taps and block sweeps are in cache), and a conversion and a store
-  // per padded vector each time, from the tiles' thread.
-  if (by_rows) {
+  // per staged vector each time, from the tiles' thread.
+  if (read == DyRead::kConvertedRows) {
     n.pass_bytes += dy_elems(p) * input_bytes(p);
-    n.pass_ops = 2 * staged_dy_elems(p) * staged_dy_conversions(p, s, t) / m.lanes;
+    n.pass_ops = 2 * dy_copy * staged_dy_conversions(p, s, t) / m.lanes;
   }
   // Row groups (GemmTiles::hb). Without them each block of a real group after the first reads
   // a depth slice's dy rows again where they overflow the L2 (slice_dy_overflows_l2, the rule
@@ -307,6 +319,7 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
 PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const {
   const GemmShape s = shape_for(p, ctx);
   const GemmTiles t = choose_gemm_tiles(s, ctx.variant);
+  const DyRead read = dy_read(p, s, t);
   const Var c0 = a.c0, qw = a.qw, c1 = a.c1, b = a.b;
   PartitionedLoops partitioned;
   Func acc = a.acc;
@@ -315,13 +328,15 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
     acc = a.accp;
     stage_root(a.wzp, c0, 0, {a.kd, a.g}, {"t1"});
     a.wzp.vectorize(a.e);  // (e, c0): one 64-byte row of 16 bf16 pairs
-    if (stages_dy_whole(p, s, t)) {
+    if (read == DyRead::kPaddedWhole) {
       stage_root(a.dysp, a.n2, 8, {a.d, a.b, a.g}, {"t2", "t1"});
       a.dysp.vectorize(a.e);
     }
   } else {
     stage_dx_weights(a, p, t.ct);
-    if (stages_dy_whole(p, s, t)) stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+    if (read == DyRead::kPaddedWhole || read == DyRead::kConvertedWhole)
+      stage_root(read == DyRead::kPaddedWhole ? a.dys : a.dyc, a.n, 16, {a.d, a.b, a.g},
+                 {"t2", "t1"});
   }
   const bool peel = peeled_row(p, s, t);
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
@@ -389,7 +404,7 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
       .unroll(c1i)
       .fuse(a.d, b, par)
       .parallel(par);
-  if (slides_dy(p, s, t)) slide_dy_rows(a, c1o, row);
+  if (read == DyRead::kConvertedRows) slide_dy_rows(a, c1o, row);
   if (!chunked(s, t))
     register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
   if (peel) a.out.unroll(wo);

@@ -348,7 +348,8 @@ TEST(CostModel, DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart) {
   // most 2 tiles peeled (unrolled), longer rows partitioned on the width's padding (edge tiles
   // apart), so the taps into the width padding fold away. Where a depth tap into a pad stays in
   // the reduction, only chunked and peeled rows do. The strided phase frame (peeled up to 4
-  // tiles) and 16-bit dy stage it.
+  // tiles) stages it; 16-bit dy is read in the same forms from its conversion
+  // (DxConvertsSixteenBitDyUnpaddedAtUnitStride).
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
   const auto* s = sched::dx_tiled_schedule();
@@ -365,8 +366,10 @@ TEST(CostModel, DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart) {
   EXPECT_FALSE(has(large, "qt=8,ct=2,kwt=3,kt=27,hb=8", "tiles unrolled"));
   EXPECT_TRUE(has(large, "qt=14,ct=2,kwt=1,kt=27,hb=8", apart));
   EXPECT_TRUE(has(large, "qt=28,ct=1,kwt=1,kt=27,hb=8", "row of 2 tiles unrolled, dy read in place, "));
-  EXPECT_FALSE(has(dx_problem(kLarge, DType::kFloat16), "qt=28,ct=1,kwt=1,kt=27,hb=8", "in place"));
-  EXPECT_FALSE(has(dx_problem(kLarge, DType::kFloat16), "qt=8,ct=2,kwt=3,kt=27,hb=8", "in place"));
+  EXPECT_TRUE(has(dx_problem(kLarge, DType::kFloat16), "qt=28,ct=1,kwt=1,kt=27,hb=8",
+                  "row of 2 tiles unrolled, dy converted by rows, read unpadded, "));
+  EXPECT_TRUE(has(dx_problem(kLarge, DType::kFloat16), "qt=8,ct=2,kwt=3,kt=27,hb=8",
+                  "dy converted by rows, read unpadded (edge tiles apart)"));
   // kSmall: 12 positions a row, 2 tiles of 6 or 3 of 4.
   EXPECT_TRUE(has(small, "qt=6,ct=1,kwt=3,kt=27", "row of 2 tiles unrolled, dy read in place, "));
   EXPECT_TRUE(has(small, "qt=4,ct=1,kwt=3,kt=27", apart));
@@ -397,23 +400,24 @@ TEST(CostModel, DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart) {
     EXPECT_FALSE(has(p, "qt=7,ct=1", "in place"));
   }
   // The estimate: in place drops the staging pass's dy and the peeled row's width-padding taps;
-  // the same tile on fp16 dy stages it and computes them.
+  // the same tile on fp16 dy leaves out the same taps (read from dy's conversion) and pays the
+  // conversion.
   const sched::Estimate f32 = s->estimate(small, {avx512, 1, "qt=6,ct=1,kwt=3,kt=27"});
   const sched::Estimate f16 = s->estimate(dx_problem(kSmall, DType::kFloat16),
                                           {avx512, 1, "qt=6,ct=1,kwt=3,kt=27"});
   EXPECT_LT(f32.passes, f16.passes);
-  const double w_share = ops::inside_share(small, 2);
-  EXPECT_LT(w_share, 1.0);
-  EXPECT_NEAR(f32.compute / f16.compute, w_share, 0.01);
+  EXPECT_NEAR(f32.compute / f16.compute, 1.0, 1e-9);
   knobs::unset("TBEX_CALIBRATE");
 }
 
-TEST(CostModel, DxStagesSixteenBitDyByRowsAtUnitStride) {
-  // Where dx_tiled does not read dy in place at unit stride (16-bit dy outside bf16 pair tiles,
-  // or fp32 rows whose depth or height pad taps stay in the reduction: see
-  // DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart), it stages dy row by row beside the tiles (no
-  // pass of its own); with strides or dilations, whole. Each channel block's sweep over a depth slice converts the rows again: a
-  // tile of one block converts twice as often as one of two blocks (kLarge: 4 per group).
+TEST(CostModel, DxConvertsSixteenBitDyUnpaddedAtUnitStride) {
+  // dx_tiled reads 16-bit dy at unit stride from its fp32 conversion in dy's own frame (no
+  // zero padding), in the forms it reads fp32 dy in place (DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart):
+  // converted row by row beside the tiles (no pass of its own), whole where the depth or height
+  // is dilated (Halide's sliding window did not slide over a dilated window of rows); strided dy
+  // is staged whole, zero-padded. Each channel block's sweep over a depth slice converts the
+  // rows again: a tile of one block converts twice as often as one of two blocks (kLarge: 4
+  // per group). Converted whole, the pass carries dy unpadded: less than zero-padded.
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
   const auto* s = sched::dx_tiled_schedule();
@@ -422,15 +426,15 @@ TEST(CostModel, DxStagesSixteenBitDyByRowsAtUnitStride) {
   };
   const Problem f16 = dx_problem(kLarge, DType::kFloat16);
   for (const char* v : {"qt=8,ct=2,kwt=3,kt=3,hb=8", "qt=8,ct=2,kwt=3,kt=27,hb=8"})
-    EXPECT_NE(describes(f16, v).find("dy staged by rows"), std::string::npos) << v;
-  for (const char* v : {"qt=8,ct=2,kwt=3,kt=3,hb=8", "qt=8,ct=2,kwt=3,kt=27,hb=8"})
+    EXPECT_NE(describes(f16, v).find("dy converted by rows, read unpadded"), std::string::npos) << v;
+  for (const char* v : {"qt=8,ct=2,kwt=3,kt=3,hb=8", "qt=8,ct=2,kwt=3,kt=27,hb=8"}) {
     EXPECT_EQ(describes(dx_problem(kLarge), v).find("dy staged"), std::string::npos) << v;
-  EXPECT_EQ(describes(dx_problem(kStrided, DType::kFloat16), "qt=7,ct=1").find("by rows"),
+    EXPECT_EQ(describes(dx_problem(kLarge), v).find("converted"), std::string::npos) << v;
+  }
+  EXPECT_EQ(describes(dx_problem(kStrided, DType::kFloat16), "qt=7,ct=1").find("converted"),
             std::string::npos);
   EXPECT_NE(describes(dx_problem(kStrided, DType::kFloat16), "qt=7,ct=1").find("dy staged whole"),
             std::string::npos);
-  // Dilated rows are staged whole too: Halide's sliding window did not slide over a dilated
-  // window of rows (each output row converted all of it again).
   {
     ParaDict para = para_of(kLarge, true);
     para.pads = std::vector<int64_t>(6, 2);
@@ -442,8 +446,25 @@ TEST(CostModel, DxStagesSixteenBitDyByRowsAtUnitStride) {
         {c.n, c.d, c.h, c.w, c.cin}, para);
     for (const char* v : {"qt=8,ct=2,kwt=3,kt=3,hb=8", "qt=8,ct=2,kwt=3,kt=27,hb=8"}) {
       EXPECT_EQ(describes(dilated, v).find("by rows"), std::string::npos) << v;
-      EXPECT_NE(describes(dilated, v).find("dy staged whole"), std::string::npos) << v;
+      EXPECT_NE(describes(dilated, v).find("dy converted whole, read unpadded"), std::string::npos) << v;
     }
+  }
+  // Depth 3, 2 taps of dilation 3, pads 0 and 1: a depth pad tap stays in the reduction, so a
+  // row of 6 tiles stages dy zero-padded and a row of 2 converts it unpadded (both whole: the
+  // depth is dilated); both passes stage the same weights.
+  {
+    ParaDict para;
+    para.strides = {1, 1, 1, 1, 1};
+    para.pads = {0, 1, 1, 1, 1, 1};
+    para.dilations = {1, 3, 1, 1, 1};  // N, D, H, W, C
+    para.groups = 1;
+    const Problem kept = make_backprop_input_problem(
+        shape_fz3d({32, 16, 2, 3, 3}, 1), DType::kFloat16, {1, 1, 2, 8, 24, 16}, DType::kFloat16,
+        {32, 16, 2, 3, 3}, {1, 3, 8, 24, 16}, para);
+    EXPECT_NE(describes(kept, "qt=4,ct=1,kwt=3,kt=18").find("dy staged whole"), std::string::npos);
+    EXPECT_NE(describes(kept, "qt=12,ct=1,kwt=3,kt=18").find("dy converted whole"), std::string::npos);
+    EXPECT_LT(s->estimate(kept, {avx512, 1, "qt=12,ct=1,kwt=3,kt=18"}).passes,
+              s->estimate(kept, {avx512, 1, "qt=4,ct=1,kwt=3,kt=18"}).passes);
   }
   const sched::Estimate one = s->estimate(f16, {avx512, 1, "qt=8,ct=1,kwt=3,kt=27,hb=8"});
   const sched::Estimate two = s->estimate(f16, {avx512, 1, "qt=8,ct=2,kwt=3,kt=27,hb=8"});

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 
+#include "lower/select.h"
 #include "reference.h"
+#include "schedules/registry.h"
 #include "tbex/tbex.h"
 #include "test_util.h"
 
@@ -63,16 +65,18 @@ Problem dx_problem(const Case& c, DType dtype) {
 }
 
 /** Runs every variant of `schedule` for `p` on `inputs`, and `extra` (valid variants the
- * target does not offer as candidates); `unpack` turns the fp32 output into the reference's
- * layout. Returns how many variants ran. */
+ * target does not offer as candidates; with `extra_only`, those alone); `unpack` turns the fp32
+ * output into the reference's layout. Returns how many variants ran. */
 template <class Unpack>
 int check_variants(const Problem& p, const std::string& schedule,
                    const std::vector<const void*>& inputs, const std::vector<double>& ref,
-                   Unpack&& unpack, const std::vector<std::string>& extra = {}) {
-  auto variants = schedule_candidates(p, schedule);
+                   Unpack&& unpack, const std::vector<std::string>& extra = {},
+                   bool extra_only = false) {
+  auto variants = extra_only ? std::vector<std::string>{} : schedule_candidates(p, schedule);
   for (const auto& v : extra)
     if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
-  EXPECT_GE(variants.size(), 3u) << schedule << " lists too few variants for " << p.canonical();
+  if (!extra_only)
+    EXPECT_GE(variants.size(), 3u) << schedule << " lists too few variants for " << p.canonical();
   for (const auto& v : variants) {
     SCOPED_TRACE(schedule + " [" + v + "] " + p.canonical());
     auto k = compile(p, CompileOptions{schedule, v});
@@ -91,7 +95,8 @@ void check_dw(int ci, DType dtype, const std::string& schedule,
               const std::vector<std::string>& extra = {});
 void check_dx(int ci, DType dtype, const std::string& schedule);
 void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint32_t seed,
-                   bool padding_zero, const std::vector<std::string>& extra = {});
+                   bool padding_zero, const std::vector<std::string>& extra = {},
+                   bool extra_only = false);
 
 TEST_P(VariantTest, DwTiledMatchesReference) {
   const auto& [ci, dtype] = GetParam();
@@ -205,7 +210,7 @@ TEST_P(VariantTest, DxTiledMatchesReference) {
 /** Every variant of dX `schedule` on case `c` against the float64 reference; padding_zero: the
  * 6HD padding lanes must be 0 (packing the result again reproduces it). */
 void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint32_t seed,
-                   bool padding_zero, const std::vector<std::string>& extra) {
+                   bool padding_zero, const std::vector<std::string>& extra, bool extra_only) {
   const ConvGeometry g = geometry(c);
   auto w = random_eighths(numel(w_dims(g)), seed);
   auto dy = random_eighths(numel(y_dims(g)), 300 + seed);
@@ -223,7 +228,51 @@ void check_dx_case(const Case& c, DType dtype, const std::string& schedule, uint
                    }
                    return std::vector<double>(dx.begin(), dx.end());
                  },
-                 extra);
+                 extra, extra_only);
+}
+
+// 16-bit dy at unit strides: dx_tiled's fp32 tiles read its fp32 conversion (converted by rows,
+// or whole where the depth or height is dilated) in dy's own frame, through the padding select,
+// as they read fp32 dy in place: a row's edge tiles leave out their taps into the width pads
+// (rows of more than 2 tiles partitioned, shorter ones unrolled; chunked rows keep the select).
+// Where a depth pad tap stays in the reduction (dilated depth: slice 1 of 3 reads dy through
+// neither tap) rows of more than 2 tiles read a zero-padded copy instead. Rows of 2 to 5 tiles,
+// a pad wider than a tile, one-sided pads, dilations, groups, chunks, fp16 and bf16 dy.
+TEST(Variants, DxTiledReadsSixteenBitDyUnpadded) {
+  struct Form {
+    Case c;
+    std::string variant;
+    std::string read;
+  };
+  const std::string apart = "read unpadded (edge tiles apart), ";
+  const Form forms[] = {
+      {{"five_tiles", 1, 16, 32, 1, {3, 4, 13}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=3,ct=1,kwt=3,kt=27", "dy converted by rows, " + apart},
+      {{"two_tiles", 1, 16, 16, 1, {3, 3, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=3,ct=1,kwt=1,kt=27", "row of 2 tiles unrolled, dy converted by rows, read unpadded, "},
+      {{"dilated", 1, 16, 16, 1, {4, 5, 12}, {3, 3, 3}, {1, 1, 1}, {2, 2, 2}, {2, 2, 2, 2, 2, 2}},
+       "qt=3,ct=1,kwt=3,kt=27", "dy converted whole, " + apart},
+      {{"wider_than_tile", 1, 16, 16, 1, {2, 3, 11}, {1, 2, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 0, 3, 3}},
+       "qt=2,ct=1,kwt=1,kt=14", "dy converted by rows, " + apart},
+      {{"one_side", 2, 16, 16, 1, {3, 4, 9}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0, 2, 2, 0}},
+       "qt=3,ct=1,kwt=3,kt=18", "dy converted by rows, " + apart},
+      {{"grouped", 1, 32, 32, 2, {3, 4, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=3,ct=1,kwt=1,kt=27", "dy converted by rows, " + apart},
+      {{"chunked", 1, 16, 32, 1, {3, 4, 13}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=3,ct=1,kwt=1,kt=3", "dy converted by rows, read unpadded, "},
+      {{"depth_pad_kept", 1, 16, 32, 1, {3, 4, 12}, {2, 3, 3}, {1, 1, 1}, {3, 1, 1}, {0, 1, 1, 1, 1, 1}},
+       "qt=3,ct=1,kwt=3,kt=18", "dy staged whole, "},
+      {{"depth_pad_kept_peeled", 1, 16, 32, 1, {3, 4, 12}, {2, 3, 3}, {1, 1, 1}, {3, 1, 1}, {0, 1, 1, 1, 1, 1}},
+       "qt=6,ct=1,kwt=3,kt=18", "row of 2 tiles unrolled, dy converted whole, read unpadded, "},
+  };
+  const auto* s = sched::dx_tiled_schedule();
+  for (const Form& f : forms)
+    for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+      const std::string v = f.variant + (dtype == DType::kBFloat16 ? ",pair=1" : "");
+      const std::string d = s->describe(dx_problem(f.c, dtype), {lower::host_target(), 2, v});
+      EXPECT_NE(d.find(f.read), std::string::npos) << f.c.name << " " << d;
+      check_dx_case(f.c, dtype, "dx_tiled", 40, false, {v}, true);
+    }
 }
 
 void check_dx(int ci, DType dtype, const std::string& schedule) {

@@ -80,13 +80,13 @@ DxAlgorithm define_backprop_input(const Problem& p) {
   // no taps), so it reads dy as is: no select or clamp left in a loop that reads dy in place.
   {
     Expr oc = g * cout_g + n;
+    a.dyc(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
     const bool reads_inside = Kd * Kh * Kw == 1 && pf == 0 && pt == 0 && pl == 0;
     if (reads_inside) {
-      a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), d, b));
+      a.dys(n, w, h, d, b, g) = a.dyc(n, w, h, d, b, g);
     } else {
-      Expr v = a.dy(oc % C0, clamp_inside(w, Wo), clamp_inside(h, Ho), min(oc / C0, Co1 - 1),
-                    clamp_inside(d, Do), b);
-      a.dys(n, w, h, d, b, g) = select(dy_inside, to_f32(v), 0.0f);
+      Expr v = a.dyc(n, clamp_inside(w, Wo), clamp_inside(h, Ho), clamp_inside(d, Do), b, g);
+      a.dys(n, w, h, d, b, g) = select(dy_inside, v, 0.0f);
     }
   }
 

@@ -134,6 +134,11 @@ struct DxAlgorithm {
   Halide::ImageParam bias;    ///< (c) when the problem has a bias
   Halide::Func wz{"wz"};            ///< (c0, c1g, n, kw, kh, kd, g) fp32, zero outside the group
   Halide::Func dys{"dys"};           ///< (n, ow, oh, od, b, g) fp32, zero outside [0, Do) etc.
+  /** dy of channel n of real group g converted to fp32, in dy's own frame (no padding): what
+   * dys reads inside the volume. A schedule staging it (16-bit dy) and leaving dys inline has
+   * the tiles read a converted copy through dys's padding select, as they read fp32 dy in
+   * place. */
+  Halide::Func dyc{"dyc"};           ///< (n, ow, oh, od, b, g) fp32, [0, Wo) x [0, Ho) x [0, Do)
   Halide::Func acc{"acc"};           ///< (c0, qw, pw, qh, ph, qd, pd, c1, b) phase frame: w = qw*sw + pw
   Halide::Func dxp{"dxp"};           ///< same dims as acc: acc + bias, cast to res_dtype
   Halide::Func out{"out"};           ///< (c0, w, h, c1, d, b) 6HD view of the (N, D, C1, H*W, 16) output
