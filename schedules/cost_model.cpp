@@ -189,6 +189,11 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
     return footprint <= m.l3 ? (shared ? m.l3_bw_mt : m.l3_bw) : (shared ? m.dram_bw_mt : m.dram_bw);
   };
   if (n.dram_runs > 0) e.passes += n.dram_runs * m.dram_run_start / std::max(1, n.threads);
+  if (n.stream_bytes > 0)
+    e.passes += n.stream_bytes /
+                (n.streams_from_dram ? (shared ? m.dram_bw_mt : m.dram_bw)
+                                     : (shared ? m.l3_bw_mt : m.l3_bw)) /
+                std::max(1, n.threads);
   if (n.reread_bytes > 0)
     e.passes += n.reread_bytes / beyond_l2_bw(n.reread_footprint) / std::max(1, n.threads);
   if (n.burst_write_bytes > 0)

@@ -152,6 +152,11 @@ struct LoopNest {
    * passes, from L3 or DRAM. */
   double reread_bytes = 0;
   int64_t reread_footprint = 0;
+  /** Bytes the loops read once each from beyond the L2 beside the hot loop, not overlapped
+   * with it (panels converted chunk by chunk as the tiles reach them), from DRAM where
+   * `streams_from_dram`, else from the L3. */
+  double stream_bytes = 0;
+  bool streams_from_dram = false;
   /** Short runs the loops read from DRAM where they lie (a chunk's rows of one block of panels
    * larger than the L3, read in place): each costs Machine::dram_run_start beside its bytes,
    * the wait before the prefetchers stream it; fewer, longer runs wait less. */

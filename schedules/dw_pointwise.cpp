@@ -107,22 +107,29 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
   n.visit_footprint = (int64_t)n.visit_bytes;
   n.chunk_footprint = t.ch * g.out[2] * 64 * (p.group.cin1_g * p.group.real_g + g.cout1());
   n.units = t.parts > 1 ? t.parts : t.tiles;
-  // Passes: 16-bit inputs converted per chunk (by every tile group unless split:
-  // tile_stagers), the output stage and the partial sums.
-  const double stagers = tile_stagers(t.tiles, ctx.threads, t.parts, p.group.real_g);
-  const double x_elems = dx_elems(p);
-  n.pass_bytes = (p.in_dtype != DType::kFloat32
-                      ? stagers * (x_elems + dy_elems(p)) * (input_bytes(p) + 4)
-                      : 0) +
-                 dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
-  // Panels past half the L3 (the rest holds the output and others' lines: d dW f32's 16 MB of
-  // a 16 MB L3 is not there on the next call) come from DRAM chunk by chunk, every block's rows
-  // of a chunk a run of their own. d dW f32 on Zen 4, 1 thread: chunks of 14 rows 3.65-3.9 ms,
-  // of 4 rows 4.0-4.6; an eighth of it, held in the L3, 0.445 ms either way.
+  // Panels past a quarter of the L3 (the rest holds the output, the chunks' staging and others'
+  // lines) come from DRAM chunk by chunk, every block's rows of a chunk a run of their own
+  // (read in place, or by the 16-bit conversion). Zen 4, d dW, 1 thread: f32 (16 MB, all of the
+  // 16 MB L3) chunks of 14 rows 3.65-3.9 ms, of 4 rows 4.0-4.6, of 28 3.78-3.91 against 4.10 for
+  // 14; f16 (8 MB) chunks of 28 rows 4.00-4.15 against 4.57-4.66 for 4 (2 threads 2.08 / 2.22);
+  // an eighth of d f32, held in the L3, 0.445 ms either way.
   const Machine m = Machine::of(ctx.target);
+  const double x_elems = dx_elems(p), panel_elems = x_elems + dy_elems(p);
+  const bool from_dram = panel_elems * input_bytes(p) > m.l3 / 4;
   const int64_t blocks = p.group.cin1_g * p.group.real_g + g.cout1();
-  if ((x_elems + dy_elems(p)) * input_bytes(p) > m.l3 / 2)
-    n.dram_runs = double(blocks) * g.n * g.out[0] * (g.out[1] / t.ch);
+  if (from_dram) n.dram_runs = double(blocks) * g.n * g.out[0] * (g.out[1] / t.ch);
+  // Passes: the output stage and the partial sums. 16-bit inputs are converted per chunk (by
+  // every tile group unless split: tile_stagers) into a chunk buffer in cache: the panels read
+  // from where they lie (not overlapped with the tiles), a load, a conversion and a store per
+  // vector. Priced as a pass over memory (reads and fp32 writes at DRAM rate, the 24 MB of d
+  // f16 being past the L3), its 1.2 ms were twice the 0.55-0.75 the conversion took on Zen 4.
+  const double stagers = tile_stagers(t.tiles, ctx.threads, t.parts, p.group.real_g);
+  n.pass_bytes = dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
+  if (p.in_dtype != DType::kFloat32) {
+    n.stream_bytes = stagers * panel_elems * input_bytes(p);
+    n.streams_from_dram = from_dram;
+    n.pass_ops = 3 * stagers * panel_elems / m.lanes;
+  }
   n.lane_use = lane_use_of(g.flops(), n);
   return evaluate(n, m);
 }
@@ -164,6 +171,18 @@ class DwPointwise final : public DwSchedule {
       for (int ct : {1, 2, 4}) shapes.push_back({ct, std::max(1, tile_accumulators(ctx.target, ct) / ct)});
     }
     const Machine m = Machine::of(ctx.target);
+    // The reduction split or not (dw_parts), with the own chunk and a whole slab per chunk (one
+    // run per block of each slab where the panels come from DRAM: dram_runs); the L2 chunk.
+    const int split = dw_parts(p, kDwSplitParts);
+    for (int64_t ch : {(int64_t)d.ch, p.geo.out[1]}) {
+      PwTiles t = d;
+      t.ch = (int)ch;
+      if (ch != d.ch) list.push_back(t);
+      if (split > 1) {
+        t.parts = d.parts > 1 ? 1 : split;
+        list.push_back(t);
+      }
+    }
     {
       PwTiles t = d;
       t.ch = l2_chunk(p, m);
@@ -178,11 +197,6 @@ class DwPointwise final : public DwSchedule {
     for (int64_t ch : {(int64_t)d.ch * 2, (int64_t)d.ch / 2}) {
       PwTiles t = d;
       t.ch = largest_divisor_upto(p.geo.out[1], std::max<int64_t>(1, ch));
-      list.push_back(t);
-    }
-    if (const int split = dw_parts(p, kDwSplitParts); split > 1) {
-      PwTiles t = d;
-      t.parts = d.parts > 1 ? 1 : split;
       list.push_back(t);
     }
     std::vector<std::string> keys;

@@ -633,9 +633,10 @@ TEST(CostModel, DotBroadcastsLoadAtTheSmallLoadRate) {
   EXPECT_NEAR(cycles_per_fma(n, zen4), 9.0 / 8, 0.03);
 }
 
-// Panels read in place from DRAM pay a wait per short run (Machine::dram_run_start, calibrated)
-// beside the passes, per thread; dw_pointwise counts one run per block and chunk where x and dy
-// outgrow half the L3 (d dW f32: 16 MB), so longer chunks wait less, and none where they fit.
+// Panels read from DRAM pay a wait per short run (Machine::dram_run_start, calibrated) beside the
+// passes, per thread; dw_pointwise counts one run per block and chunk where x and dy outgrow a
+// quarter of the L3 (d dW: 16 MB in fp32, 8 MB in fp16, converted per chunk), so longer chunks
+// (a whole slab: a candidate) wait less, and none where they fit.
 TEST(CostModel, InPlaceRunsFromDramWaitPerRun) {
   sched::Machine m;
   m.dram_run_start = 500;
@@ -651,11 +652,38 @@ TEST(CostModel, InPlaceRunsFromDramWaitPerRun) {
   const Conv d{2, 256, 8, 28, 28, 64, {1, 1, 1}, {1, 1, 1}, 0}, small{1, 256, 1, 28, 28, 64, {1, 1, 1}, {1, 1, 1}, 0};
   const char* short_chunks = "ct=2,nt=8,ch=4,parts=1";
   const char* long_chunks = "ct=2,nt=8,ch=14,parts=1";
-  const Problem big = dw_problem(d), fits = dw_problem(small);
-  EXPECT_GT(s->estimate(big, {host, 1, short_chunks}).passes,
-            s->estimate(big, {host, 1, long_chunks}).passes + 1000);
-  EXPECT_EQ(s->estimate(fits, {host, 1, short_chunks}).passes,
-            s->estimate(fits, {host, 1, long_chunks}).passes);
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    const Problem big = dw_problem(d, dtype), fits = dw_problem(small, dtype);
+    EXPECT_GT(s->estimate(big, {host, 1, short_chunks}).passes,
+              s->estimate(big, {host, 1, long_chunks}).passes + 1000);
+    EXPECT_EQ(s->estimate(fits, {host, 1, short_chunks}).passes,
+              s->estimate(fits, {host, 1, long_chunks}).passes);
+    const auto keys = s->candidates(big, {host, 1, ""});
+    EXPECT_NE(std::find(keys.begin(), keys.end(), "ct=2,nt=8,ch=28,parts=1"), keys.end())
+        << "the whole slab per chunk";
+  }
+}
+
+// Bytes read once from beyond the L2 beside the hot loop (16-bit panels converted chunk by
+// chunk) are priced at the bandwidth of where they lie, per thread, not as a pass that reads and
+// writes all of them through memory; dw_pointwise's fp16 conversion is priced so, with its
+// loads, conversions and stores as pass ops.
+TEST(CostModel, StreamedBytesCostTheirLevelsBandwidth) {
+  sched::Machine m;
+  m.dram_bw = 4, m.l3_bw = 16, m.dram_bw_mt = 2, m.l3_bw_mt = 8;
+  sched::LoopNest n = nest_with(12, 7);
+  const double before = sched::evaluate(n, m).passes;
+  n.stream_bytes = 1 << 20;
+  EXPECT_NEAR(sched::evaluate(n, m).passes - before, (1 << 20) / 16.0, 1e-6);
+  n.streams_from_dram = true;
+  EXPECT_NEAR(sched::evaluate(n, m).passes - before, (1 << 20) / 4.0, 1e-6);
+  n.threads = 2;
+  EXPECT_NEAR(sched::evaluate(n, m).passes - sched::evaluate([&] {
+                sched::LoopNest o = n;
+                o.stream_bytes = 0;
+                return o;
+              }(), m).passes,
+              (1 << 20) / 2.0 / 2, 1e-6);
 }
 
 // Broadcasts in registers (Zen 4: a 512-bit broadcast runs on the vector pipes) cost the multiply
