@@ -343,6 +343,20 @@ TEST(CostModel, DxChunksPayTheRowsCopyOut) {
   knobs::unset("TBEX_CALIBRATE");
 }
 
+/** dX of depth 3 with 2 taps of dilation 3 and depth pads 0 and 1 (W 24, H 8, 16 -> 32
+ * channels): slice 1 reads dy through neither tap, so the depth's pad taps stay in the reduction
+ * (ops::skips_outside). */
+Problem depth_pad_kept_dx(DType dtype) {
+  ParaDict para;
+  para.strides = {1, 1, 1, 1, 1};
+  para.pads = {0, 1, 1, 1, 1, 1};
+  para.dilations = {1, 3, 1, 1, 1};  // N, D, H, W, C
+  para.groups = 1;
+  return make_backprop_input_problem(shape_fz3d({32, 16, 2, 3, 3}, 1), dtype,
+                                     {1, 1, 2, 8, 24, 16}, dtype, {32, 16, 2, 3, 3},
+                                     {1, 3, 8, 24, 16}, para);
+}
+
 TEST(CostModel, DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart) {
   // dx_tiled reads fp32 dy in place (no staging pass) at unit strides: chunked tiles; rows of at
   // most 2 tiles peeled (unrolled), longer rows partitioned on the width's padding (edge tiles
@@ -378,14 +392,7 @@ TEST(CostModel, DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart) {
   // depth's pad taps stay in the reduction (ops::skips_outside) and dy's select would keep its
   // depth condition in the inner loop: a row of 6 tiles stages dy (whole: dilated), 2 tiles
   // are peeled.
-  ParaDict para;
-  para.strides = {1, 1, 1, 1, 1};
-  para.pads = {0, 1, 1, 1, 1, 1};
-  para.dilations = {1, 3, 1, 1, 1};  // N, D, H, W, C
-  para.groups = 1;
-  const Problem kept = make_backprop_input_problem(
-      shape_fz3d({32, 16, 2, 3, 3}, 1), DType::kFloat32, {1, 1, 2, 8, 24, 16}, DType::kFloat32,
-      {32, 16, 2, 3, 3}, {1, 3, 8, 24, 16}, para);
+  const Problem kept = depth_pad_kept_dx(DType::kFloat32);
   ASSERT_LT(ops::inside_share(kept, 0), 1.0);
   ASSERT_FALSE(ops::skips_outside(kept, 0));
   EXPECT_FALSE(ops::dy_pads_left_out(kept));
@@ -453,14 +460,7 @@ TEST(CostModel, DxConvertsSixteenBitDyUnpaddedAtUnitStride) {
   // row of 6 tiles stages dy zero-padded and a row of 2 converts it unpadded (both whole: the
   // depth is dilated); both passes stage the same weights.
   {
-    ParaDict para;
-    para.strides = {1, 1, 1, 1, 1};
-    para.pads = {0, 1, 1, 1, 1, 1};
-    para.dilations = {1, 3, 1, 1, 1};  // N, D, H, W, C
-    para.groups = 1;
-    const Problem kept = make_backprop_input_problem(
-        shape_fz3d({32, 16, 2, 3, 3}, 1), DType::kFloat16, {1, 1, 2, 8, 24, 16}, DType::kFloat16,
-        {32, 16, 2, 3, 3}, {1, 3, 8, 24, 16}, para);
+    const Problem kept = depth_pad_kept_dx(DType::kFloat16);
     EXPECT_NE(describes(kept, "qt=4,ct=1,kwt=3,kt=18").find("dy staged whole"), std::string::npos);
     EXPECT_NE(describes(kept, "qt=12,ct=1,kwt=3,kt=18").find("dy converted whole"), std::string::npos);
     EXPECT_LT(s->estimate(kept, {avx512, 1, "qt=12,ct=1,kwt=3,kt=18"}).passes,
