@@ -8,10 +8,10 @@
  * L1, adding their partial sums to a row kept there.
  *
  * Unit strides read dy in its own frame (fp32 dy and bf16 pairs in place, other 16-bit dy from
- * its unpadded fp32 conversion), a row's edge tiles leaving out their taps into the width
- * padding (reads_dy_unpadded, folds_width_pads); where a depth or height pad tap stays in the
- * reduction, 16-bit dy is staged zero-padded instead. A copy is staged row by row as the tiles
- * reach it (slide_dy_rows), or whole where dilated; strided dy is staged whole. */
+ * its unpadded fp32 conversion, staged row by row as the tiles reach it, or whole where
+ * dilated), a row's edge tiles leaving out their taps into the width padding
+ * (reads_dy_unpadded, folds_width_pads). Strided dy, and dilated rows of more than 2 tiles whose
+ * depth or height pad taps stay in the reduction, read a zero-padded copy staged whole. */
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -71,13 +71,14 @@ bool reads_dy_unpadded(const Problem& p, const GemmShape& s, const GemmTiles& t)
  * and height are undilated (slide_dy_rows), whole where dilated: Halide's sliding window did not
  * slide there (each output row converted its whole window of rows again; zero-padded, f dX f16
  * ran 15.4 against 16.6 ms on Zen 4, 1 thread). Undilated unit-stride rows always leave out
- * their depth and height pad taps (every input position reads dy through some tap), so only
- * dilated or strided tiles read the zero-padded copy, and only bf16 pairs or 16-bit dy where
- * the width's pad taps would stay in the loop. Zen 4, f16 dy, 1 thread, interleaved (min of 2-3),
- * zero-padded (by rows where undilated, else whole) against converted: f 15.37 against 14.20 ms
- * (fp32 in place 14.05), c2 62.6 / 60.5 (fp32 60.3), e1 5.73 / 5.61 (fp32 5.38); 2 threads f
- * 7.94 / 7.31, e1 2.91 / 2.84. e1 converted whole ran 5.43 ms (2 threads level): 3 depth taps
- * convert each row 3 times by rows; c2 converted whole ran 62.0. */
+ * their depth and height pad taps (every input position reads dy through some tap), so the
+ * zero-padded copy is read only with strides, by bf16 pairs that cannot read dy
+ * (ops::dysp_reads_dy), and by dilated rows that keep such a tap. Zen 4, f16 dy, 1 thread,
+ * interleaved (min of 2-3), zero-padded (by rows where undilated, else whole) against
+ * converted: f 15.37 against 14.20 ms (fp32 in place 14.05), c2 62.6 / 60.5 (fp32 60.3), e1
+ * 5.73 / 5.61 (fp32 5.38); 2 threads f 7.94 / 7.31, e1 2.91 / 2.84. e1 converted whole ran
+ * 5.43 ms (2 threads level): 3 depth taps convert each row 3 times by rows; c2 converted whole
+ * ran 62.0. */
 DyRead dy_read(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   if (!reads_dy_unpadded(p, s, t)) return DyRead::kPaddedWhole;
   if (t.pair == 2 || p.in_dtype == DType::kFloat32) return DyRead::kInPlace;
@@ -86,9 +87,10 @@ DyRead dy_read(const Problem& p, const GemmShape& s, const GemmTiles& t) {
 }
 
 /** Whether an unchunked row reads dy through its width padding select (reads_dy_unpadded, and
- * some tap reaches a width pad), so its edge tiles must leave out their taps into the pads: each tile's
- * taps along the row unrolled, and rows of at most 2 tiles unrolled (peeled_row), longer ones
- * partitioned on the select (the edge tiles apart from the inner ones: partitions_edge_tiles).
+ * some tap reaches a width pad), so its edge tiles must leave out their taps into the pads:
+ * each tile's taps along the row unrolled, and rows of at most 2 tiles unrolled (peeled_row),
+ * longer ones partitioned on the select (the edge tiles apart from the inner ones:
+ * partitions_edge_tiles).
  * Either way the edge tiles' pad taps read a constant 0 and fold away, as oneDNN's edge blocks
  * leave them out. */
 bool folds_width_pads(const Problem& p, const GemmShape& s, const GemmTiles& t) {

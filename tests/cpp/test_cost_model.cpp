@@ -419,12 +419,13 @@ TEST(CostModel, DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart) {
 
 TEST(CostModel, DxConvertsSixteenBitDyUnpaddedAtUnitStride) {
   // dx_tiled reads 16-bit dy at unit stride from its fp32 conversion in dy's own frame (no
-  // zero padding), in the forms it reads fp32 dy in place (DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart):
-  // converted row by row beside the tiles (no pass of its own), whole where the depth or height
-  // is dilated (Halide's sliding window did not slide over a dilated window of rows); strided dy
-  // is staged whole, zero-padded. Each channel block's sweep over a depth slice converts the
-  // rows again: a tile of one block converts twice as often as one of two blocks (kLarge: 4
-  // per group). Converted whole, the pass carries dy unpadded: less than zero-padded.
+  // zero padding), in the forms it reads fp32 dy in place
+  // (DxReadsFp32DyInPlaceWithTheRowsEdgeTilesApart): converted row by row beside the tiles (no
+  // pass of its own), whole where the depth or height is dilated (Halide's sliding window did
+  // not slide over a dilated window of rows); strided dy is staged whole, zero-padded. Each
+  // channel block's sweep over a depth slice converts the rows again: a tile of one block
+  // converts twice as often as one of two blocks (kLarge: 4 per group). Converted whole, the
+  // pass carries dy unpadded: less than zero-padded.
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
   const auto* s = sched::dx_tiled_schedule();
