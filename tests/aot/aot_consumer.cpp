@@ -23,6 +23,7 @@
 #include "tbex/aot_runtime.h"
 #include "tbex/dtype.h"
 #include "tbex/layout.h"
+#include "tbex/scratch.h"
 
 #define TBEX_CAT2(a, b) a##b
 #define TBEX_CAT(a, b) TBEX_CAT2(a, b)
@@ -32,6 +33,8 @@ extern "C" {
 typedef int (*task_t)(void*, int, uint8_t*);
 typedef int (*par_for_t)(void*, task_t, int, int, uint8_t*);
 par_for_t halide_set_custom_do_par_for(par_for_t);
+void* halide_malloc(void* user_context, size_t bytes);
+void halide_free(void* user_context, void* ptr);
 }
 
 namespace {
@@ -167,7 +170,22 @@ int correctness() {
   const tbex::ConvGeometry g = geometry();
   Inputs in = make_inputs(g);
   std::vector<uint8_t> out((size_t)K(_OUT_COUNT) * K(_OUT_ELEM_SIZE), 0xA5);
+  // A block of the Halide runtime's own allocator, made before the first kernel call installs
+  // tbex's: freed after it, it goes back to that allocator.
+  const size_t big = size_t(256) << 10;  // past tbex::kScratchMinCached: kept after free
+  void* foreign = halide_malloc(nullptr, big);
+  check(foreign != nullptr, "halide_malloc before the first call");
   check(call(in, out) == 0, "kernel returned an error");
+  // The kernel's first call routed the runtime's allocations to tbex's scratch cache: a large
+  // block freed is handed out again, not returned to the OS.
+  void* a = halide_malloc(nullptr, big);
+  halide_free(nullptr, a);
+  const tbex::ScratchStats s0 = tbex::scratch_stats();
+  void* b = halide_malloc(nullptr, big);
+  check(a != nullptr && b == a, "halide_malloc must reuse the scratch block just freed");
+  check(tbex::scratch_stats().reuses == s0.reuses + 1, "the reuse must come from tbex's cache");
+  halide_free(nullptr, b);
+  halide_free(nullptr, foreign);
   const std::vector<double> got = unpack(g, out);
   // Inputs are multiples of 1/8: every sum here is exact in fp32; an fp16 result rounds once.
   const double tol = std::strcmp(K(_OUT_DTYPE), "float32") == 0 ? 1e-6 : 1e-3;
