@@ -183,17 +183,16 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
   const double pass_bw =
       n.pass_bytes > m.l3 ? (shared ? m.dram_bw_mt : m.dram_bw) : m.copy_bytes_per_cycle;
   e.passes = (n.pass_bytes / pass_bw + n.pass_ops / m.issue) / std::max(1, n.threads);
-  // Windows read again from beyond the L2, and bursts of stores, at the bandwidth of the level
-  // their footprint fits (a burst's line: read for ownership, then written back).
-  auto beyond_l2_bw = [&](int64_t footprint) {
-    return footprint <= m.l3 ? (shared ? m.l3_bw_mt : m.l3_bw) : (shared ? m.dram_bw_mt : m.dram_bw);
+  // Bytes from beyond the L2: streamed ones from the level the nest names, windows read again
+  // and bursts of stores from the level their footprint fits (a burst's line: read for
+  // ownership, then written back).
+  auto l3_or_dram_bw = [&](bool dram) {
+    return dram ? (shared ? m.dram_bw_mt : m.dram_bw) : (shared ? m.l3_bw_mt : m.l3_bw);
   };
+  auto beyond_l2_bw = [&](int64_t footprint) { return l3_or_dram_bw(footprint > m.l3); };
   if (n.dram_runs > 0) e.passes += n.dram_runs * m.dram_run_start / std::max(1, n.threads);
   if (n.stream_bytes > 0)
-    e.passes += n.stream_bytes /
-                (n.streams_from_dram ? (shared ? m.dram_bw_mt : m.dram_bw)
-                                     : (shared ? m.l3_bw_mt : m.l3_bw)) /
-                std::max(1, n.threads);
+    e.passes += n.stream_bytes / l3_or_dram_bw(n.streams_from_dram) / std::max(1, n.threads);
   if (n.reread_bytes > 0)
     e.passes += n.reread_bytes / beyond_l2_bw(n.reread_footprint) / std::max(1, n.threads);
   if (n.burst_write_bytes > 0)
