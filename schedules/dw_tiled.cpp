@@ -29,7 +29,7 @@ struct DwTiles {
   int parts = 1;  ///< reduction split into this many partial sums (dw_parts; not the threads)
   bool stage_x = true;  ///< stage padded fp32 rows of x per chunk (stage_x_rows; else x_in_place_applies)
   bool prefetch_x = false;  ///< prefetch the next chunk's x rows while this chunk computes
-  int pair = 1;  ///< 2: bf16 inputs as dot products of row pairs (the pair form; ch counts pairs)
+  int pair = 1;  ///< 2: bf16 dot products of row pairs (ch counts pairs); 3: of batch pairs
   int db = 1;  ///< output depth slices per reduction chunk: x staged once for all their kd taps
   int64_t tiles = 1;
 };
@@ -108,14 +108,14 @@ int64_t chunk_x_bytes(const Problem& p, const DwTiles& t, int64_t db) {
  * 13.8 / 14.0 against 14.0 / 14.4, c1, c2 and f level. The next chunk's prefetch (prefetch_x)
  * added nothing per block (1.95 / 1.98), and is left out. Split over threads by tiles (parts =
  * 1), the threads' tiles cut across blocks: per chunk there. */
-bool x_per_block_applies(const DwTiles& t) { return t.pair == 2 && t.parts > 1; }
+bool x_per_block_applies(const DwTiles& t) { return t.pair != 1 && t.parts > 1; }
 
 /** Bytes such a chunk stages and every tile passes over: its x and its dy rows (every output
  * channel). Staged per input block (x_per_block_applies), the tiles pass over one block's x at
  * a time. */
 int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
   const int64_t x = x_per_block_applies(t) ? block_x_bytes(p, t) : chunk_x_bytes(p, t, db);
-  return x + db * t.ch * t.pair * p.geo.out[2] * 64 * p.geo.cout1();
+  return x + db * t.ch * dw_pair_points(t.pair) * p.geo.out[2] * 64 * p.geo.cout1();
 }
 
 /** The depth slices per chunk the schedule picks: the most (dividing the part's depth) whose
@@ -135,20 +135,21 @@ int own_depth_block(const Problem& p, const DwTiles& t, const Machine& m) {
  * and its dy row. */
 int64_t visit_row_bytes(const Problem& p, const DwTiles& t) {
   const ConvGeometry& g = p.geo;
-  return t.pair * 64 * (g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2] + g.out[2]);
+  return dw_pair_points(t.pair) * 64 * (g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2] + g.out[2]);
 }
 
 /** Rows per chunk whose tile visit stays in L1 (l1_chunk_rows): the tiles sharing those rows
  * (output channel groups, kh neighbours) then run from L1. On Sapphire
  * Rapids: e1 dW 7 rows against 14 (5-8%), g dW 7 against 14 (16%), seed 6 against 12 (5%). */
 int l1_chunk(const Problem& p, const DwTiles& t, const Machine& m) {
-  return l1_chunk_rows(dw_rows_of(p, t.pair), visit_row_bytes(p, t), p.geo.out[2] * t.pair,
+  return l1_chunk_rows(dw_rows_of(p, t.pair), visit_row_bytes(p, t), p.geo.out[2] * dw_pair_points(t.pair),
                        m.l1_visit_bytes());
 }
 
 /** The earlier rule (a candidate): ~512 reduction points per chunk. */
 int points_chunk(const Problem& p, const DwTiles& t) {
-  return largest_divisor_upto(dw_rows_of(p, t.pair), std::max<int64_t>(1, 512 / p.geo.out[2] / t.pair));
+  return largest_divisor_upto(dw_rows_of(p, t.pair),
+                              std::max<int64_t>(1, 512 / p.geo.out[2] / dw_pair_points(t.pair)));
 }
 
 /** The tiles for `p`: the schedule's own choice, then TBEX_DW_TILE (only when no variant is
@@ -157,7 +158,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   DwTiles t;
   const VariantFields asked = space().parse(ctx.variant);
-  t.pair = dw_pair_of(p, ctx.target, space(), ctx.variant);
+  t.pair = dw_pair_or_batch_pair_of(p, ctx.target, space(), ctx.variant);
   const int64_t rows = dw_rows_of(p, t.pair);
   const Machine m = Machine::of(ctx.target);
   if (ctx.target.has_feature(Target::AVX512)) {
@@ -166,7 +167,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
     // FMAs, half the tile visits of 4n x 3kw: 1-2% faster on e1, c2, f and g dW on two Intel
     // AVX-512 guests), else 16 (8n x 2kw, 16n x 1kw). The pair form keeps every channel's
     // broadcast pair live beside its accumulators: 4n there.
-    t.nt = t.kwt == 3 ? (t.pair == 2 ? 4 : 8) : t.kwt == 2 ? 8 : 16;
+    t.nt = t.kwt == 3 ? (t.pair != 1 ? 4 : 8) : t.kwt == 2 ? 8 : 16;
   } else {
     // Narrower files (AVX2: two ymm per 16 lanes): the kw taps whose tile holds the most
     // accumulators beside its kwt x rows (6n x 1kw there; nt divides cout_g).
@@ -194,7 +195,7 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
                   ctx.variant,
                   "nt must divide cout_g (" + std::to_string(p.group.cout_g) + "), kwt Kw (" +
                       std::to_string(g.kernel[2]) + ") and ch the rows (" + std::to_string(rows) +
-                      (t.pair == 2 ? " row pairs" : "") + ")");
+                      (t.pair == kDwRowPairs ? " row pairs" : "") + ")");
   t.tiles = (p.group.cout_g / t.nt) * (g.kernel[2] / t.kwt) * g.kernel[1] * p.group.cin1_g *
             g.kernel[0] * p.group.real_g;
   // Staging streams x from memory chunk by chunk; where that dominates (many x bytes per FMA:
@@ -205,8 +206,9 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   // per tile group: split the reduction instead (kDwSplitParts, whatever the thread count).
   const bool streams_x = t.stage_x && chunk_x_bytes(p, t, 1) <= (256 << 10) && staging_bound(p) &&
                          prefetches_staged_x(ctx.target);
-  if (t.tiles < 8 || streams_x) t.parts = dw_parts(p, kDwSplitParts);
-  if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
+  const int64_t batch = dw_batch_of(p, t.pair);
+  if (t.tiles < 8 || streams_x) t.parts = dw_parts(p, kDwSplitParts, batch);
+  if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"), batch);
   // Staged per input block, a chunk has nothing left to prefetch.
   t.prefetch_x = streams_x && !x_per_block_applies(t);
   // Last: the depth extent a chunk can span depends on the parts.
@@ -263,16 +265,10 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     t.ch = points_chunk(p, d);
     list.push_back(t);
   }
-  if (const int split = dw_parts(p, kDwSplitParts); split > 1) {
+  if (const int split = dw_parts(p, kDwSplitParts, dw_batch_of(p, d.pair)); split > 1) {
     DwTiles t = d;
     t.parts = d.parts > 1 ? 1 : split;
     list.push_back(t);
-  }
-  // The other form, with its own chunk (pairs only where the target computes them natively).
-  if (dw_other_pair_offered(p, ctx.target, d.pair)) {
-    Context other = own;
-    other.variant = "pair=" + std::to_string(3 - d.pair);
-    list.push_back(choose_tiles(p, other));
   }
   // Every tile its own depth block; right after the own tile, the own tile with the other
   // choice (x staged per depth slice, or once for several).
@@ -290,6 +286,16 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
     t.db = own_depth_block(p, t, m);
     list.insert(list.begin() + 1, t);
   }
+  // Right after the own tile: the other forms, each with its own chunk (pairs only where the
+  // target computes them natively).
+  if (dw_other_pair_offered(p, ctx.target, d.pair == 1 ? 1 : kDwRowPairs)) {
+    for (int form : {kDwBatchPairs, kDwRowPairs, 1}) {
+      if (form == d.pair || (form == kDwBatchPairs && !dw_batch_pairs_apply(p))) continue;
+      Context other = own;
+      other.variant = "pair=" + std::to_string(form);
+      list.insert(list.begin() + 1, choose_tiles(p, other));
+    }
+  }
   std::vector<std::string> keys;
   for (const DwTiles& t : list) keys.push_back(key_of(p, ctx.target, t));
   return TileSpace::candidates(keys, 10);
@@ -304,18 +310,19 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   // Per step: kwt x vectors (c0 lanes), nt dy broadcasts, nt x kwt FMAs.
   // Pair tiles keep every channel's broadcast pair live (as dx_tiled's do).
   n.tile = {double(t.nt * t.kwt), double(t.kwt + t.nt), t.nt * t.kwt,
-            t.pair == 2 ? t.kwt + t.nt : t.kwt + 1, 0, double(t.nt)};
-  n.tile.dots = t.pair == 2;
+            t.pair != 1 ? t.kwt + t.nt : t.kwt + 1, 0, double(t.nt)};
+  n.tile.dots = t.pair != 1;
   const int64_t tiles = ceil_div(gd.cout_g, t.nt) * ceil_div(g.kernel[2], t.kwt) * g.kernel[1] *
                         gd.cin1_g * g.kernel[0] * gd.real_g;
-  // A pair step is one dot-product instruction per accumulator for two output rows.
+  // A pair step is one dot-product instruction per accumulator for two output rows (or the same
+  // row of two batches).
   n.steps_per_visit = double(t.ch * g.out[2]);
-  n.visits = double(tiles) * g.n * g.out[0] * (dw_rows_of(p, t.pair) / t.ch);
+  n.visits = double(tiles) * dw_batch_of(p, t.pair) * g.out[0] * (dw_rows_of(p, t.pair) / t.ch);
   // A visit streams ch rows of x (one block, kw taps overlapping) and ch rows of dy (a line a
   // position holds the tile's nt channels).
   const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * 64;
   const double dy_row = double(g.out[2]) * 64;
-  n.visit_bytes = t.ch * t.pair * (x_row + dy_row);
+  n.visit_bytes = t.ch * dw_pair_points(t.pair) * (x_row + dy_row);
   n.visit_footprint = (int64_t)n.visit_bytes;
   n.chunk_footprint = chunk_footprint(p, t, t.db);
   const int64_t x_rows = dw_staged_x_rows(p, t.ch, t.pair);
@@ -324,11 +331,12 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   // output stage, and adding the partial sums. Unsplit, every tile group (thread) stages every
   // chunk for its own tiles (the blocks of its real groups: tile_stagers).
   const double x_elems = padded_x_elems(p);
-  // The pair form stages each x row twice (as a pair's first and second row), in bf16.
-  // A chunk of db depth slices stages the x slices their kd taps share once.
+  // Row pairs stage most x rows twice (as a pair's first and second row), batch pairs once,
+  // both in bf16. A chunk of db depth slices stages the x slices their kd taps share once.
+  const int rows_per = t.pair == kDwRowPairs ? 2 : 1;  // output rows per reduction row
   const double restage = double(x_slices_of(p, t.db)) / (t.db * g.stride[0]) * x_rows /
-                         (t.ch * t.pair * g.stride[1]) * t.pair;
-  const double staged = t.pair == 2 ? 2 : 4;
+                         (t.ch * rows_per * g.stride[1]) * rows_per;
+  const double staged = t.pair != 1 ? 2 : 4;
   const double stagers = tile_stagers(tiles, ctx.threads, t.parts, gd.real_g);
   // Dense fp32 x read in place (x_in_place_applies): x read from beyond the L2 once, at the rate
   // of a pass (the seed dW at 1 thread: 5.4-6.0 ms measured, 4.3 predicted for its steps alone;
@@ -340,7 +348,7 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
                  stagers * ((t.stage_x ? x_elems * restage * (input_bytes(p) + staged) : 0) +
                             (p.in_dtype != DType::kFloat32 ? dy_elems(p) * (input_bytes(p) + staged) : 0)) +
                  dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
-  n.lane_use = lane_use_of(g.flops() / t.pair, n);
+  n.lane_use = lane_use_of(g.flops() / dw_pair_points(t.pair), n);
   // Row pairs skip the pads as rows do (a pair where both rows read pads): about the same share.
   n.executed = ops::inside_tap_share(p);
   return evaluate(n, Machine::of(ctx.target));
@@ -355,16 +363,20 @@ class DwTiled final : public DwSchedule {
     std::ostringstream s;
     s << "[" << key_of(p, ctx.target, t) << "] register tile 16c0 x " << t.nt << "n x " << t.kwt
       << "kw, "
-      << (t.pair == 2 ? "bf16 pair dot products over row pairs, " : "") << t.tiles
+      << (t.pair == kDwRowPairs     ? "bf16 pair dot products over row pairs, "
+          : t.pair == kDwBatchPairs ? "bf16 pair dot products over batch pairs, "
+                                    : "")
+      << t.tiles
       << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch
-      << (t.pair == 2 ? " row pairs" : " rows") << " x " << p.geo.out[2] << " cols, "
+      << (t.pair == kDwRowPairs ? " row pairs" : " rows") << " x " << p.geo.out[2] << " cols, "
       << (t.stage_x ? "" : stage_x_rows(p) ? "x read in place, " : "x read in place (sparse rows), ")
       << (t.db > 1 ? "x staged once for " + std::to_string(t.db) + " depth slices, " : "")
       << (t.prefetch_x ? "next chunk of x prefetched, " : "")
       << (x_per_block_applies(t) ? "x staged per input block, " : "")
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
       << (p.in_dtype == DType::kFloat32 ? "dy read in place"
-          : t.pair == 2                 ? "dy staged as bf16 row pairs"
+          : t.pair == kDwRowPairs       ? "dy staged as bf16 row pairs"
+          : t.pair == kDwBatchPairs     ? "dy staged as bf16 batch pairs"
                                         : "dy staged to fp32");
     return s.str();
   }
@@ -377,7 +389,8 @@ class DwTiled final : public DwSchedule {
 
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
     const DwTiles t = choose_tiles(p, ctx);
-    if (t.pair == 2) a.use_pairs();
+    if (t.pair == kDwRowPairs) a.use_pairs();
+    if (t.pair == kDwBatchPairs) a.use_batch_pairs();
     const Var c0 = a.c0, n = a.n, kw = a.kw;
     DwReduction red = tiled_dw_reduction(a, p, t.parts, t.ch);
     Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi");
@@ -412,7 +425,7 @@ class DwTiled final : public DwSchedule {
     // Staging per reduction chunk: the padded fp32 rows of x (and dy, for 16-bit inputs) one
     // chunk needs are built in cache right before every tile of the thread consumes them, so
     // conversion and padding stay out of the hot loop without a pass over memory.
-    if (t.pair == 2) {  // (e, c0): one 64-byte row of 16 bf16 pairs
+    if (t.pair != 1) {  // (e, c0): one 64-byte row of 16 bf16 pairs
       a.xs.compute_at(per_block ? LoopLevel(red.body, blk) : LoopLevel(red.body, red.chunk))
           .reorder(c0, a.e)
           .vectorize(c0)
@@ -422,10 +435,10 @@ class DwTiled final : public DwSchedule {
       a.xr.compute_at(red.body, red.chunk).vectorize(c0);
       if (t.prefetch_x) s.prefetch(a.x, red.chunk, red.chunk, 1, PrefetchBoundStrategy::NonFaulting);
     }
-    if (t.pair == 2) stage_dy_pairs(a, red);
+    if (t.pair != 1) stage_dy_pairs(a, red);
     else if (p.in_dtype != DType::kFloat32) a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(kw);
-    if (t.pair == 2) {
+    if (t.pair != 1) {
       red.intm.update()
           .reorder(a.r[4], c0, n, kw, a.r[0], red.rows)
           .atomic()

@@ -88,31 +88,34 @@ RVar scatter_tiles(ops::DxAlgorithm& a, int qt, int ct) {
   return rwo;
 }
 
-ops::ReductionParts dw_reduction_parts(const Problem& p, int parts) {
+ops::ReductionParts dw_reduction_parts(const Problem& p, int parts, int64_t batch) {
   ops::ReductionParts r;
   if (parts < 2) return r;
+  if (batch == 0) batch = p.geo.n;
   // Over batch when it has enough entries (or more than depth), else depth; `per` entries of
   // that extent a part.
-  r.by_batch = p.geo.n >= parts || p.geo.n >= p.geo.out[0];
-  const int64_t extent = r.by_batch ? p.geo.n : p.geo.out[0];
+  r.by_batch = batch >= parts || batch >= p.geo.out[0];
+  const int64_t extent = r.by_batch ? batch : p.geo.out[0];
   r.per = (int)((extent + parts - 1) / parts);
   r.count = (int)((extent + r.per - 1) / r.per);
   return r;
 }
 
-int dw_parts(const Problem& p, int want) { return dw_reduction_parts(p, want).count; }
+int dw_parts(const Problem& p, int want, int64_t batch) {
+  return dw_reduction_parts(p, want, batch).count;
+}
 
-int64_t dw_depth_extent(const Problem& p, int parts) {
-  const ops::ReductionParts r = dw_reduction_parts(p, parts);
+int64_t dw_depth_extent(const Problem& p, int parts, int64_t batch) {
+  const ops::ReductionParts r = dw_reduction_parts(p, parts, batch);
   return r.count > 1 && !r.by_batch ? r.per : p.geo.out[0];
 }
 
 int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
-                        int requested) {
-  const int parts = dw_parts(p, requested);
+                        int requested, int64_t batch) {
+  const int parts = dw_parts(p, requested, batch);
   space.require(parts == requested, variant,
                 "parts=" + std::to_string(requested) + " gives " + std::to_string(parts) +
-                    " parts of batch " + std::to_string(p.geo.n) + " (or depth " +
+                    " parts of batch " + std::to_string(batch ? batch : p.geo.n) + " (or depth " +
                     std::to_string(p.geo.out[0]) + "): give a count the split yields");
   return parts;
 }
@@ -127,6 +130,21 @@ int dw_pair_of(const Problem& p, const Target& target, const TileSpace& space,
   return pair;
 }
 
+int dw_pair_or_batch_pair_of(const Problem& p, const Target& target, const TileSpace& space,
+                             const std::string& variant) {
+  const VariantFields asked = space.parse(variant);
+  if (asked.count("pair") && asked.at("pair") == kDwBatchPairs) {
+    space.require(dw_batch_pairs_apply(p), variant,
+                  "pair=3 (batch pairs) needs bf16 inputs whose x rows are staged and an even "
+                  "batch (N " + std::to_string(p.geo.n) + ")");
+    return kDwBatchPairs;
+  }
+  const int pair = dw_pair_of(p, target, space, variant);
+  const bool own = !asked.count("pair") && pair == kDwRowPairs && dw_batch_pairs_apply(p) &&
+                   !ops::pairs_staged_by_output_row(p);
+  return own ? kDwBatchPairs : pair;
+}
+
 bool dw_other_pair_offered(const Problem& p, const Target& target, int own_pair) {
   return dw_pairs_apply(p) && (own_pair == 2 || bf16_dots_pay(target));
 }
@@ -137,7 +155,8 @@ DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int pa
   red.body = acc;
   if (parts > 1) {
     RVar so("so"), si("si");
-    const ops::ReductionParts s = dw_reduction_parts(p, parts);
+    // The batch the reduction walks: r's (its pairs in the batch pair form).
+    const ops::ReductionParts s = dw_reduction_parts(p, parts, *Internal::as_const_int(r[3].extent()));
     red.body = acc.update()
                    .split(s.by_batch ? r[3] : r[2], so, si, s.per, TailStrategy::GuardWithIf)
                    .rfactor(so, red.part);

@@ -75,20 +75,21 @@ struct DwReduction {
  * split_dw_reduction makes; 1 when neither extent reaches 2. A fixed number chosen from the
  * problem, never from the thread count: threads only take whole parts, so the summation order,
  * and the result, is the same for any thread count. */
-int dw_parts(const Problem& p, int want);
+int dw_parts(const Problem& p, int want, int64_t batch = 0);
 /** dw_parts' split as ops::ReductionParts (what the blocked tile form's extern cuts): `parts`
- * of them, over batch or depth as split_dw_reduction cuts them. */
-ops::ReductionParts dw_reduction_parts(const Problem& p, int parts);
+ * of them, over batch or depth as split_dw_reduction cuts them. `batch`: the batch entries the
+ * reduction walks (dw_batch_of: its pairs in the batch pair form), 0 for the problem's batch. */
+ops::ReductionParts dw_reduction_parts(const Problem& p, int parts, int64_t batch = 0);
 /** The parts the dW schedules ask dw_parts for when they split: whole units for 1, 2 or 4
  * threads; each costs one more pass over the (small) output to sum. */
 constexpr int kDwSplitParts = 4;
 /** The output depth slices one part of dW's reduction walks (split_dw_reduction's depth loop,
  * its split share where `parts` split depth). */
-int64_t dw_depth_extent(const Problem& p, int parts);
+int64_t dw_depth_extent(const Problem& p, int parts, int64_t batch = 0);
 /** dw_parts for a variant's parts=`requested`, which must be a count the split yields (else a
  * UserError naming `variant` through `space`, so variant keys stay canonical). */
 int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::string& variant,
-                        int requested);
+                        int requested, int64_t batch = 0);
 
 /** dW's form for `variant` (key "pair"): 2, the pair form (bf16 dot products over row pairs),
  * where dw_pairs_apply and the target's dots pay (bf16_dots_pay), else 1; a variant's pair=2
@@ -102,6 +103,11 @@ int dw_pair_of(const Problem& p, const Halide::Target& target, const TileSpace& 
 /** Whether a dW schedule whose own form is `own_pair` also offers the other one as a candidate:
  * where pairs apply and the target computes them natively. */
 bool dw_other_pair_offered(const Problem& p, const Halide::Target& target, int own_pair);
+/** dw_pair_of for a schedule that also has the batch pair form (kDwBatchPairs, where
+ * dw_batch_pairs_apply): its own choice where row pairs would stage x rows twice (Kh > 1: not
+ * ops::pairs_staged_by_output_row) and pairs are the own form. */
+int dw_pair_or_batch_pair_of(const Problem& p, const Halide::Target& target, const TileSpace& space,
+                             const std::string& variant);
 
 DwReduction split_dw_reduction(Halide::Func acc, const Halide::RDom& r, const Problem& p,
                                int parts, int ch);

@@ -54,13 +54,19 @@ inline int64_t x_rows_of(const Problem& p, int64_t ch) {
   return (ch - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
 }
 
-/** Rows of x dW stages per chunk of `ch` output rows, or with pair == 2 (row pairs, two rows
- * each in bf16: 64 bytes a column, as an fp32 row) per chunk of `ch` output row pairs: one per
- * pair where they are indexed by output row pair (ops::pairs_staged_by_output_row), else the rows the
- * pairs span. */
+/** dW's forms (DwTiles::pair, key "pair"): fp32 products, bf16 dot products over output row
+ * pairs (ops::DwAlgorithm::pairs) or over batch pairs (DwAlgorithm::batch_pairs). */
+constexpr int kDwRowPairs = 2, kDwBatchPairs = 3;
+/** Reduction points one step of form `pair` takes per lane: 2 for either pair form. */
+inline int dw_pair_points(int pair) { return pair == 1 ? 1 : 2; }
+
+/** Rows of x dW stages per chunk of `ch` output rows, or with row pairs (two rows each in bf16:
+ * 64 bytes a column, as an fp32 row) per chunk of `ch` output row pairs: one per pair where they
+ * are indexed by output row pair (ops::pairs_staged_by_output_row), else the rows the pairs
+ * span. Batch pairs stage a chunk's rows as fp32 does, each row holding two batches. */
 inline int64_t dw_staged_x_rows(const Problem& p, int64_t ch, int pair) {
-  if (pair == 2 && ops::pairs_staged_by_output_row(p)) return ch;
-  return x_rows_of(p, ch * pair);
+  if (pair != kDwRowPairs) return x_rows_of(p, ch);
+  return ops::pairs_staged_by_output_row(p) ? ch : x_rows_of(p, 2 * ch);
 }
 
 /** The staging rule of x's padded fp32 rows (dW): only when the rows are dense. A stride beyond
@@ -78,9 +84,15 @@ inline bool stage_x_rows(const Problem& p) {
 inline bool dw_pairs_apply(const Problem& p) {
   return p.in_dtype == DType::kBFloat16 && stage_x_rows(p);
 }
-/** Reduction rows dW's chunks split: output rows, or row pairs in the pair form (pair 2). */
+/** Whether dW's batch pair form is offered: the pair form's inputs and an even batch. */
+inline bool dw_batch_pairs_apply(const Problem& p) { return dw_pairs_apply(p) && p.geo.n % 2 == 0; }
+/** Reduction rows dW's chunks split: output rows, or row pairs in the row pair form. */
 inline int64_t dw_rows_of(const Problem& p, int pair) {
-  return pair == 2 ? (p.geo.out[1] + 1) / 2 : p.geo.out[1];
+  return pair == kDwRowPairs ? (p.geo.out[1] + 1) / 2 : p.geo.out[1];
+}
+/** Batch entries dW's reduction walks: the batch, or its pairs in the batch pair form. */
+inline int64_t dw_batch_of(const Problem& p, int pair) {
+  return pair == kDwBatchPairs ? p.geo.n / 2 : p.geo.n;
 }
 
 /** Sizes the cost model's passes count (TBE layouts, padding lanes included). */

@@ -20,6 +20,7 @@
 #include "lowered_check.h"
 #include "schedules/cost_model.h"
 #include "schedules/registry.h"
+#include "schedules/tiling.h"
 #include "tbex/aot.h"
 #include "tbex/tbex.h"
 #include "test_util.h"
@@ -278,6 +279,40 @@ TEST_P(Bf16DwCoutPairsTest, NativeDotProductsMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Bf16DwCoutPairsTest, ::testing::Range(0, (int)std::size(kDwCoutCases)),
                          [](const ::testing::TestParamInfo<int>& i) { return kDwCoutCases[i.param].name; });
+
+// Batch pairs (pair=3: dot products over pairs of batch entries, so each x row is staged once):
+// an even batch of 2 and of 4, in one part and split in two (by depth, by batch pairs), in
+// chunks of one row and of all rows, against the reference. The own form where row pairs would
+// stage rows twice (Kh > 1) and dots pay; an odd batch refuses pair=3 naming the variant.
+TEST(Bf16Pairs, DwBatchPairsMatchReference) {
+  const auto targets = pair_targets();
+  for (const Case& c : {kDwCases[1], kDwCases[3]}) {
+    const Problem p = test::dw_problem(c, DType::kBFloat16);
+    ASSERT_TRUE(sched::dw_batch_pairs_apply(p)) << c.name;
+    const std::string rows = std::to_string(p.geo.out[1]);
+    for (const std::string& v : {std::string("nt=4,kwt=1,ch=1,parts=1,pair=3"), "nt=4,kwt=1,ch=" + rows + ",parts=2,pair=3"}) {
+      for (const auto& [t, dot] : targets) {
+        const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", v}, 2, t), 2, t);
+        EXPECT_NE(l.schedule_detail.find("over batch pairs"), std::string::npos) << l.schedule_detail;
+        check_dw(c, t, v, dot);
+      }
+    }
+    const Halide::Target t = lower::host_target();
+    const lower::Lowered own = lower::lower(p, lower::select(p, {"dw_tiled", ""}, 2, t), 2, t);
+    EXPECT_EQ(own.schedule_detail.find("over batch pairs") != std::string::npos, sched::bf16_dots_pay(t))
+        << own.schedule_detail;
+  }
+  const Problem odd = test::dw_problem(kDwCases[0], DType::kBFloat16);
+  ASSERT_EQ(odd.geo.n % 2, 1);
+  try {
+    const Halide::Target t = lower::host_target();
+    const lower::Lowered l = lower::lower(odd, lower::select(odd, {"dw_tiled", "pair=3"}, 2, t), 2, t);
+    ADD_FAILURE() << "pair=3 accepted for an odd batch: " << l.variant;
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.param(), "variant");
+    EXPECT_NE(std::string(e.what()).find("even batch"), std::string::npos) << e.what();
+  }
+}
 
 TEST(Bf16Pairs, DwPairsAreOfferedWhereStagingDominatesToo) {
   // The estimate weighs staging x twice against the dot rate; the form is a candidate.

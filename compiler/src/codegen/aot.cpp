@@ -166,7 +166,9 @@ std::vector<std::string> emit_aot(const Problem& problem, const AotOptions& o) {
     const lower::Decision d =
         lower::select(problem, CompileOptions{o.schedule, o.variant}, info.threads, ts);
     lower::Lowered l = lower::lower(problem, d, info.threads, ts);
-    user_check(!wants(o, "cpp") || l.variant.find("pair=2") == std::string::npos, code::kValue, "variant",
+    const bool dots = l.variant.find("pair=2") != std::string::npos ||
+                      l.variant.find("pair=3") != std::string::npos;
+    user_check(!wants(o, "cpp") || !dots, code::kValue, "variant",
                "variant '" + l.variant + "' (bf16 dot products) cannot be emitted as C++ source: "
                "Halide's C backend has no bf16 type; use pair=1");
     info.schedule = l.schedule;

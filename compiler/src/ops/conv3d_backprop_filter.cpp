@@ -35,7 +35,8 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   // loop does not walk kept Halide from partitioning the row at its pads (e1 dW 5.1 against 3.8
   // ms).
   auto x_padded = [&](Expr w, Expr h, Expr lane = Expr(),
-                      const std::function<bool(int)>& zeros = [](int) { return true; }) {
+                      const std::function<bool(int)>& zeros = [](int) { return true; },
+                      Expr batch = Expr()) {
     Expr inside;
     const auto coord = [&](int dim, Expr i, int extent) {
       if (!zeros(dim)) return dim == 2 ? clamp_inside(i, extent) : clamp(i, 0, extent - 1);
@@ -46,7 +47,8 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     Expr cw = coord(2, w - pl, W), ch = coord(1, h - pt, H);
     // Depth and batch, the dims a reduction split divides, are clamped to x's own extent
     // (clamp_to_input: a constant clamp is lost under a split's tail).
-    Expr cd = clamp_to_input(a.x, 4, coord(0, d - pf, D)), cb = clamp_to_input(a.x, 5, b);
+    Expr cd = clamp_to_input(a.x, 4, coord(0, d - pf, D)),
+         cb = clamp_to_input(a.x, 5, batch.defined() ? batch : Expr(b));
     Expr c1 = min(g * cin1_g + c1g, C1 - 1);
     return std::make_pair(inside, a.x(lane.defined() ? lane : Expr(c0), cw, ch, c1, cd, cb));
   };
@@ -175,6 +177,34 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     a.outp(c0, n, kw, kh, c1g, kd, g) = select(valid, a.accp(ac0, n, kw, kh, c1g, kd, g), 0.0f);
     constrain_shape(a.outp.output_buffer(),
                     {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+
+    // Batch pair form (see DwAlgorithm): the pairs along an even batch, rows as acc's.
+    a.batch_pairs = geo.n % 2 == 0;
+    if (a.batch_pairs) {
+      {
+        const auto [inside, v] = x_padded(w, h, Expr(), [](int) { return true; }, 2 * b + e);
+        a.xsb(e, c0, w, h, c1g, d, b, g) = as_bf16(select(inside, v, cast<uint16_t>(0)));
+      }
+      Expr oc = g * cout_g + n;
+      a.dysb(e, n, w, h, d, b, g) = as_bf16(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1),
+                                                 clamp_to_input(a.dy, 4, d),
+                                                 clamp_to_input(a.dy, 5, 2 * b + e)));
+      a.rb = RDom({{0, (int)geo.out[2]}, {0, (int)geo.out[1]}, {0, (int)geo.out[0]},
+                   {0, (int)geo.n / 2}, {0, 2}}, "rb");
+      RVar bwo = a.rb[0], bho = a.rb[1], bdo = a.rb[2], bb = a.rb[3], be = a.rb[4];
+      Expr di = bdo * sd + kd * dd - pf, hi = bho * sh + kh * dh - pt, wi = bwo * sw + kw * dw - pl;
+      if (skips_outside(p, 0)) a.rb.where(di >= 0 && di < D);
+      if (skips_outside(p, 1)) a.rb.where(hi >= 0 && hi < H);
+      if (skips_outside(p, 2)) a.rb.where(likely(wi >= 0) && likely(wi < W));
+      a.accb(c0, n, kw, kh, c1g, kd, g) = 0.0f;
+      a.accb(c0, n, kw, kh, c1g, kd, g) +=
+          cast<float>(a.dysb(be, n, bwo, bho, bdo, bb, g)) *
+          cast<float>(a.xsb(be, c0, bwo * sw + kw * dw, bho * sh + kh * dh, c1g, bdo * sd + kd * dd, bb, g));
+      a.outpb = Func("out");
+      a.outpb(c0, n, kw, kh, c1g, kd, g) = select(valid, a.accb(ac0, n, kw, kh, c1g, kd, g), 0.0f);
+      constrain_shape(a.outpb.output_buffer(),
+                      {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+    }
 
     // Tile form (see DwAlgorithm): output channel innermost, positions padded to We.
     const int Wo = (int)geo.out[2], Do = (int)geo.out[0], N = (int)geo.n, G = (int)gd.real_g;

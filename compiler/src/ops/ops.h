@@ -77,6 +77,19 @@ struct DwAlgorithm {
   Halide::Var e{"e"};
   void use_pairs() { xs = xsp, dys = dysp, acc = accp, r = rp, out = outp; }
 
+  /** Batch pair form, defined with the pair form where the batch is even (batch_pairs): the
+   * same dot products with the pairs taken along the batch, b = 2*b2 + e, so each x row is
+   * staged once per chunk (row pairs at Kh > 1 stage most rows twice, as a pair's first and
+   * second row). use_batch_pairs() swaps it in as use_pairs() does: r[1] counts output rows,
+   * r[3] batch pairs, r[4] = e. */
+  bool batch_pairs = false;
+  Halide::Func xsb{"xsb"};    ///< (e, c0, wp, hp, c1g, dp, b2, g) bf16 xs of batch 2*b2 + e
+  Halide::Func dysb{"dysb"};  ///< (e, n, wo, ho, do, b2, g) bf16 dy of batch 2*b2 + e
+  Halide::Func accb{"accb"};  ///< acc's dims, sum over rb
+  Halide::Func outpb;         ///< out reading accb (named "out" too)
+  Halide::RDom rb;            ///< (wo, ho, do, b2, e)
+  void use_batch_pairs() { xs = xsb, dys = dysb, acc = accb, r = rb, out = outpb; }
+
   /** Tile form, defined with the pair form: the same sums with the output channel innermost,
    * acct(n, c0, ...), over rt = (k, ho, do, b) where k walks a row's output positions padded to
    * an even count We (dy is 0 past Wo), so a schedule can hand 16 input lanes x 16 output
