@@ -9,7 +9,8 @@
  * reduction. With few tiles, or where staging x dominates (every tile group stages every chunk),
  * the reduction is split instead into a fixed number of parts (dw_parts), each a thread's whole
  * unit staging only its share of x, summed at the end; the part count never depends on the
- * threads, so results do not either. */
+ * threads, so results do not either. bf16 inputs take dot products of pairs (key "pair"): of
+ * output rows (2) or, where the batch is even, of batch entries (3: each x row staged once). */
 #include <sstream>
 
 #include "schedules/loops.h"

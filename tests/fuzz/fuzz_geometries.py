@@ -59,7 +59,8 @@ def geometry(rng, i, batch_max=2, grow=1, tiles=False):
     return geo
 
 
-PAIRS = "pair=2"  # the pair form, its other tiles the schedule's own
+PAIRS = "pair=2"  # the pair form (row pairs), its other tiles the schedule's own
+BATCH_PAIRS = "pair=3"  # dw_tiled's batch pair form (even batches), likewise
 FORCED = "forced"  # the schedule's own tiles, run even where the model does not rank it
 AMX = (("dW", "dw_amx"), ("dW", "dw_amx_blocked"), ("dX", "dx_amx"), ("dX", "dx_amx_blocked"),
        ("dX", "dx_amx_cols"))
@@ -68,7 +69,7 @@ AMX = (("dW", "dw_amx"), ("dW", "dw_amx_blocked"), ("dX", "dx_amx"), ("dX", "dx_
 def runs(geo, dtype):
     """(op, schedule, variant) of every computation the fuzzer checks for `geo`: per op, each
     ranked schedule's own tiles and the next best of its ranked tile variants; dw_tiled's x
-    variants; for bf16, dw_tiled's and dx_tiled's pair forms."""
+    variants; for bf16, dw_tiled's and dx_tiled's pair forms (and dw_tiled's batch pairs)."""
     out = []
     for op in ("dW", "dX"):
         ranked = [r for r in O.ranked_schedules(geo, op, dtype=dtype) if r["schedule"] != "reference"]
@@ -83,6 +84,8 @@ def runs(geo, dtype):
     if dtype == "bfloat16":
         out += [(op, name, PAIRS) for op, name in (("dW", "dw_tiled"), ("dX", "dx_tiled"))
                 if (op, name, "") in out]
+        if ("dW", "dw_tiled", "") in out:
+            out.append(("dW", "dw_tiled", BATCH_PAIRS))
         # the AMX tile schedules where the model does not rank them (refused on hosts without
         # AMX-BF16 and where the geometry does not suit them)
         out += [(op, name, FORCED) for op, name in AMX if (op, name, "") not in out]
@@ -91,11 +94,11 @@ def runs(geo, dtype):
 
 def refused(variant, e):
     """Whether `e` is tbex refusing a forced form that does not apply here, as it should: any
-    UserError for the pair form (a variant the schedule does not offer), a "does not apply" one
-    for a forced schedule."""
+    UserError for a pair form (a variant the schedule does not offer: batch pairs for an odd
+    batch), a "does not apply" one for a forced schedule."""
     if type(e).__name__ != "UserError":
         return False
-    return variant == PAIRS or (variant == FORCED and "does not apply" in str(e))
+    return variant in (PAIRS, BATCH_PAIRS) or (variant == FORCED and "does not apply" in str(e))
 
 
 def main(argv=None):

@@ -265,13 +265,15 @@ def test_dw_pair_split_depth_tail():
     """dW's pair form (bf16) with its reduction split over an output depth of 5 in 3 parts of 2
     (fuzz_geometries.py --tiles --dtypes bfloat16 --cases 40 --seed 1138, once the pair form left
     out the taps into the pads): dy's row pairs were staged per chunk under the tail part's guard
-    without dy's depth clamped to its extent ("dy is accessed at 5", max 4). The failing kernels
-    and dw_tiled's own choice, against the float64 oracle."""
+    without dy's depth clamped to its extent ("dy is accessed at 5", max 4). The failing kernels,
+    the batch pair form (pair=3: one pair of batch entries, so the parts split depth) and
+    dw_tiled's own choice, against the float64 oracle."""
     geo = O.Geometry(2, 20, 56, (7, 2, 9), (3, 3, 1), strides=(1, 1, 1), pads=(0, 2, 3, 0, 0, 3),
                      dilations=(2, 1, 1), groups=4, name="pair_depth_tail")
     assert geo.out_dhw[0] == 5
     rng = np.random.default_rng(SEED + 604)
-    for variant in ("nt=8,kwt=1,ch=2,parts=3,pair=2", "pair=2", ""):
+    for variant in ("nt=8,kwt=1,ch=2,parts=3,pair=2", "pair=2", "nt=8,kwt=1,ch=1,parts=3,pair=3",
+                    "pair=3", ""):
         O.check_op(geo, "dW", "bfloat16", rng, "dw_tiled", variant)
 
 
