@@ -22,6 +22,7 @@
 #include "schedules/registry.h"
 #include "schedules/tiling.h"
 #include "tbex/aot.h"
+#include "tbex/knobs.h"
 #include "tbex/tbex.h"
 #include "test_util.h"
 
@@ -312,6 +313,23 @@ TEST(Bf16Pairs, DwBatchPairsMatchReference) {
     EXPECT_EQ(e.param(), "variant");
     EXPECT_NE(std::string(e.what()).find("even batch"), std::string::npos) << e.what();
   }
+}
+
+// The estimate charges row pairs' x staging twice and batch pairs' once: for the seed's shape
+// (stride 2, 3 row taps) in chunks of one output row (pair), x_rows_of(2) = 5 pair rows against
+// x_rows_of(1) = 3 rows per row; the steps are the same.
+TEST(Bf16Pairs, DwBatchPairsEstimateStagesXOnce) {
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
+  Case c = kDwCases[3];
+  c.in = {4, 32, 32};
+  const Problem p = test::dw_problem(c, DType::kBFloat16);
+  const auto* s = sched::dw_tiled_schedule();
+  const sched::Estimate rows = s->estimate(p, {zen4, 1, "nt=4,kwt=3,ch=1,parts=1,pair=2"});
+  const sched::Estimate batch = s->estimate(p, {zen4, 1, "nt=4,kwt=3,ch=1,parts=1,pair=3"});
+  EXPECT_LT(batch.passes, 0.8 * rows.passes) << batch.passes << " " << rows.passes;
+  EXPECT_NEAR(batch.compute, rows.compute, 0.1 * rows.compute);
+  knobs::unset("TBEX_CALIBRATE");
 }
 
 TEST(Bf16Pairs, DwPairsAreOfferedWhereStagingDominatesToo) {
