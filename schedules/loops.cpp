@@ -1,6 +1,7 @@
 #include "schedules/loops.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "schedules/cost_model.h"
 #include "schedules/tiling.h"
@@ -156,7 +157,8 @@ DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int pa
   if (parts > 1) {
     RVar so("so"), si("si");
     // The batch the reduction walks: r's (its pairs in the batch pair form).
-    const ops::ReductionParts s = dw_reduction_parts(p, parts, *Internal::as_const_int(r[3].extent()));
+    const std::optional<int64_t> batch = Internal::as_const_int(r[3].extent());
+    const ops::ReductionParts s = dw_reduction_parts(p, parts, batch.value_or(0));
     red.body = acc.update()
                    .split(s.by_batch ? r[3] : r[2], so, si, s.per, TailStrategy::GuardWithIf)
                    .rfactor(so, red.part);

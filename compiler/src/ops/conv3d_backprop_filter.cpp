@@ -82,12 +82,14 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   // `likely`: Halide partitions the loop into its edge positions (their pad taps left out) and a
   // steady loop free of the checks. The diagonal form keeps every row (rd): dw_diag unrolls the
   // taps kh inside its row loop, where the predicate would be a branch per tap.
-  {
-    Expr di = rdo * sd + kd * dd - pf, hi = rho * sh + kh * dh - pt, wi = rwo * sw + kw * dw - pl;
-    if (skips_outside(p, 0)) a.r.where(di >= 0 && di < D);
-    if (skips_outside(p, 1)) a.r.where(hi >= 0 && hi < H);
-    if (skips_outside(p, 2)) a.r.where(likely(wi >= 0) && likely(wi < W));
-  }
+  // skip_pad_taps leaves out of `r` the taps of output position (wo, ho, do) that read x's pads.
+  const auto skip_pad_taps = [&](RDom& r, Expr wo, Expr ho, Expr dpo) {
+    Expr di = dpo * sd + kd * dd - pf, hi = ho * sh + kh * dh - pt, wi = wo * sw + kw * dw - pl;
+    if (skips_outside(p, 0)) r.where(di >= 0 && di < D);
+    if (skips_outside(p, 1)) r.where(hi >= 0 && hi < H);
+    if (skips_outside(p, 2)) r.where(likely(wi >= 0) && likely(wi < W));
+  };
+  skip_pad_taps(a.r, rwo, rho, rdo);
   a.acc(c0, n, kw, kh, c1g, kd, g) = 0.0f;
   a.acc(c0, n, kw, kh, c1g, kd, g) +=
       a.dys(n, rwo, rho, rdo, rb, g) *
@@ -192,10 +194,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
       a.rb = RDom({{0, (int)geo.out[2]}, {0, (int)geo.out[1]}, {0, (int)geo.out[0]},
                    {0, (int)geo.n / 2}, {0, 2}}, "rb");
       RVar bwo = a.rb[0], bho = a.rb[1], bdo = a.rb[2], bb = a.rb[3], be = a.rb[4];
-      Expr di = bdo * sd + kd * dd - pf, hi = bho * sh + kh * dh - pt, wi = bwo * sw + kw * dw - pl;
-      if (skips_outside(p, 0)) a.rb.where(di >= 0 && di < D);
-      if (skips_outside(p, 1)) a.rb.where(hi >= 0 && hi < H);
-      if (skips_outside(p, 2)) a.rb.where(likely(wi >= 0) && likely(wi < W));
+      skip_pad_taps(a.rb, bwo, bho, bdo);
       a.accb(c0, n, kw, kh, c1g, kd, g) = 0.0f;
       a.accb(c0, n, kw, kh, c1g, kd, g) +=
           cast<float>(a.dysb(be, n, bwo, bho, bdo, bb, g)) *
