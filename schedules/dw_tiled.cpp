@@ -17,6 +17,7 @@
 #include "schedules/registry.h"
 #include "schedules/tile_space.h"
 #include "schedules/tiling.h"
+#include "tbex/errors.h"
 
 namespace tbex::sched {
 namespace {
@@ -289,7 +290,7 @@ std::vector<std::string> candidates_of(const Problem& p, const Context& ctx) {
   }
   // Right after the own tile: the other forms, each with its own chunk (pairs only where the
   // target computes them natively).
-  if (dw_other_pair_offered(p, ctx.target, d.pair == 1 ? 1 : kDwRowPairs)) {
+  if (dw_other_pair_offered(p, ctx.target, d.pair)) {
     for (int form : {kDwBatchPairs, kDwRowPairs, 1}) {
       if (form == d.pair || (form == kDwBatchPairs && !dw_batch_pairs_apply(p))) continue;
       Context other = own;
@@ -391,7 +392,10 @@ class DwTiled final : public DwSchedule {
   void apply(ops::DwAlgorithm& a, const Problem& p, const Context& ctx) const override {
     const DwTiles t = choose_tiles(p, ctx);
     if (t.pair == kDwRowPairs) a.use_pairs();
-    if (t.pair == kDwBatchPairs) a.use_batch_pairs();
+    if (t.pair == kDwBatchPairs) {
+      internal_check(a.batch_pairs, "dw_tiled pair=3 on a problem without the batch pair form");
+      a.use_batch_pairs();
+    }
     const Var c0 = a.c0, n = a.n, kw = a.kw;
     DwReduction red = tiled_dw_reduction(a, p, t.parts, t.ch);
     Var no("no"), ni("ni"), kwo("kwo"), kwi("kwi");

@@ -125,8 +125,8 @@ int dw_pair_of(const Problem& p, const Target& target, const TileSpace& space,
                const std::string& variant) {
   const VariantFields asked = space.parse(variant);
   const int pair = asked.count("pair") ? asked.at("pair")
-                                       : dw_pairs_apply(p) && bf16_dots_pay(target) ? 2 : 1;
-  space.require(pair == 1 || (pair == 2 && dw_pairs_apply(p)), variant,
+                                       : dw_pairs_apply(p) && bf16_dots_pay(target) ? kDwRowPairs : 1;
+  space.require(pair == 1 || (pair == kDwRowPairs && dw_pairs_apply(p)), variant,
                 "pair must be 1, or 2 for bf16 inputs whose x rows are staged");
   return pair;
 }
@@ -147,7 +147,7 @@ int dw_pair_or_batch_pair_of(const Problem& p, const Target& target, const TileS
 }
 
 bool dw_other_pair_offered(const Problem& p, const Target& target, int own_pair) {
-  return dw_pairs_apply(p) && (own_pair == 2 || bf16_dots_pay(target));
+  return dw_pairs_apply(p) && (own_pair != 1 || bf16_dots_pay(target));
 }
 
 DwReduction split_dw_reduction(Func acc, const RDom& r, const Problem& p, int parts, int ch) {

@@ -100,8 +100,8 @@ int dw_parts_of_variant(const Problem& p, const TileSpace& space, const std::str
  * ms, 1x1x1 4.4 -> 3.4 ms; 1 thread). */
 int dw_pair_of(const Problem& p, const Halide::Target& target, const TileSpace& space,
                const std::string& variant);
-/** Whether a dW schedule whose own form is `own_pair` also offers the other one as a candidate:
- * where pairs apply and the target computes them natively. */
+/** Whether a dW schedule whose own form is `own_pair` also offers the others as candidates:
+ * where pairs apply and the target computes them natively (own_pair != 1: it does). */
 bool dw_other_pair_offered(const Problem& p, const Halide::Target& target, int own_pair);
 /** dw_pair_of for a schedule that also has the batch pair form (kDwBatchPairs, where
  * dw_batch_pairs_apply): its own choice where row pairs would stage x rows twice (Kh > 1: not

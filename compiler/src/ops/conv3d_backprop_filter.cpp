@@ -61,14 +61,16 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     const auto [inside, v] = x_padded(w, h, Expr(), [&](int dim) { return keeps_pad_taps(p, dim); });
     a.xr(c0, w, h, c1g, d, b, g) = inside.defined() ? select(inside, to_f32(v), 0.0f) : to_f32(v);
   }
-  // dy with the output channel of real group g innermost (broadcast operand of the GEMM). Its
-  // slice and batch, the dims a reduction split divides, are clamped to dy's own extent
-  // (clamp_to_input: a constant clamp is lost under a split's tail).
-  {
+  // dy's bits of output channel n of real group g. Its slice and batch, the dims a reduction
+  // split divides, are clamped to dy's own extent (clamp_to_input: a constant clamp is lost
+  // under a split's tail).
+  const auto dy_bits = [&](Expr w, Expr h, Expr d, Expr batch) {
     Expr oc = g * cout_g + n;
-    a.dys(n, w, h, d, b, g) = to_f32(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1),
-                                          clamp_to_input(a.dy, 4, d), clamp_to_input(a.dy, 5, b)));
-  }
+    return a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1), clamp_to_input(a.dy, 4, d),
+                clamp_to_input(a.dy, 5, batch));
+  };
+  // dy with the output channel innermost (broadcast operand of the GEMM).
+  a.dys(n, w, h, d, b, g) = to_f32(dy_bits(w, h, d, b));
 
   auto positions = [&](const char* name) {
     return RDom(0, (int)geo.out[2], 0, (int)geo.out[1], 0, (int)geo.out[0], 0, (int)geo.n, name);
@@ -107,8 +109,15 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
   // others are masked anyway), so bounds inference never asks a schedule to compute padding.
   const int cin_valid = std::min(C0, mag * cin_pg);
   Expr ac0 = cin1_g == 1 && cin_valid < C0 ? min(c0, cin_valid - 1) : Expr(c0);
-  a.out(c0, n, kw, kh, c1g, kd, g) = select(valid, a.acc(ac0, n, kw, kh, c1g, kd, g), 0.0f);
-  constrain_shape(a.out.output_buffer(), {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+  // Every form's output: its sum where lane c0 and channel n share a group, else 0.
+  a.out_shape = {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0};
+  const auto masked_out = [&](Expr sum) {
+    Func f("out");
+    f(c0, n, kw, kh, c1g, kd, g) = select(valid, sum, 0.0f);
+    constrain_shape(f.output_buffer(), a.out_shape);
+    return f;
+  };
+  a.out = masked_out(a.acc(ac0, n, kw, kh, c1g, kd, g));
 
   // Diagonal form (cin_pg == 1): lane c0 is original group g*mag + c0, whose output channels
   // are n = c0*mult + m of real group g. Lanes beyond the groups read a clamped channel; the
@@ -129,11 +138,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
     a.accd(c0, m, kw, kh, kd, g) +=
         a.dyd(c0, m, dwo, dho, ddo, db, g) *
         a.xs(c0, dwo * sw + kw * dw, dho * sh + kh * dh, 0, ddo * sd + kd * dd, db, g);
-    a.outd = Func("out");
-    a.outd(c0, n, kw, kh, c1g, kd, g) =
-        select(valid, a.accd(c0, n % M, kw, kh, kd, g), 0.0f);
-    constrain_shape(a.outd.output_buffer(),
-                    {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+    a.outd = masked_out(a.accd(c0, n % M, kw, kh, kd, g));
   }
 
   // Pair form (bf16 inputs): output rows two at a time, both operands bf16 bits read as bf16, so
@@ -152,11 +157,9 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
       a.xsp(e, c0, w, h, c1g, d, b, g) = as_bf16(select(inside, v, cast<uint16_t>(0)));
     }
     {
-      Expr oc = g * cout_g + n, ho = 2 * h + e;
-      // Slice and batch clamped to dy's own extent, as dys's (a split's tail part).
-      Expr v = a.dy(oc % C0, w, min(ho, Ho - 1), min(oc / C0, Co1 - 1), clamp_to_input(a.dy, 4, d),
-                    clamp_to_input(a.dy, 5, b));
-      a.dysp(e, n, w, h, d, b, g) = as_bf16(select(ho < Ho, v, cast<uint16_t>(0)));
+      Expr ho = 2 * h + e;
+      a.dysp(e, n, w, h, d, b, g) =
+          as_bf16(select(ho < Ho, dy_bits(w, min(ho, Ho - 1), d, b), cast<uint16_t>(0)));
     }
     a.rp = RDom({{0, (int)geo.out[2]}, {0, Ho2}, {0, (int)geo.out[0]}, {0, (int)geo.n}, {0, 2}}, "rp");
     RVar pwo = a.rp[0], pho = a.rp[1], pdo = a.rp[2], pb = a.rp[3], pe = a.rp[4];
@@ -175,10 +178,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
         cast<float>(a.dysp(pe, n, pwo, pho, pdo, pb, g)) *
         cast<float>(a.xsp(pe, c0, pwo * sw + kw * dw, by_pair ? pho + kh : pho * (2 * sh) + kh * dh, c1g,
                           pdo * sd + kd * dd, pb, g));
-    a.outp = Func("out");
-    a.outp(c0, n, kw, kh, c1g, kd, g) = select(valid, a.accp(ac0, n, kw, kh, c1g, kd, g), 0.0f);
-    constrain_shape(a.outp.output_buffer(),
-                    {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+    a.outp = masked_out(a.accp(ac0, n, kw, kh, c1g, kd, g));
 
     // Batch pair form (see DwAlgorithm): the pairs along an even batch, rows as acc's.
     a.batch_pairs = geo.n % 2 == 0;
@@ -187,10 +187,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
         const auto [inside, v] = x_padded(w, h, Expr(), [](int) { return true; }, 2 * b + e);
         a.xsb(e, c0, w, h, c1g, d, b, g) = as_bf16(select(inside, v, cast<uint16_t>(0)));
       }
-      Expr oc = g * cout_g + n;
-      a.dysb(e, n, w, h, d, b, g) = as_bf16(a.dy(oc % C0, w, h, min(oc / C0, Co1 - 1),
-                                                 clamp_to_input(a.dy, 4, d),
-                                                 clamp_to_input(a.dy, 5, 2 * b + e)));
+      a.dysb(e, n, w, h, d, b, g) = as_bf16(dy_bits(w, h, d, 2 * b + e));
       a.rb = RDom({{0, (int)geo.out[2]}, {0, (int)geo.out[1]}, {0, (int)geo.out[0]},
                    {0, (int)geo.n / 2}, {0, 2}}, "rb");
       RVar bwo = a.rb[0], bho = a.rb[1], bdo = a.rb[2], bb = a.rb[3], be = a.rb[4];
@@ -199,10 +196,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
       a.accb(c0, n, kw, kh, c1g, kd, g) +=
           cast<float>(a.dysb(be, n, bwo, bho, bdo, bb, g)) *
           cast<float>(a.xsb(be, c0, bwo * sw + kw * dw, bho * sh + kh * dh, c1g, bdo * sd + kd * dd, bb, g));
-      a.outpb = Func("out");
-      a.outpb(c0, n, kw, kh, c1g, kd, g) = select(valid, a.accb(ac0, n, kw, kh, c1g, kd, g), 0.0f);
-      constrain_shape(a.outpb.output_buffer(),
-                      {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+      a.outpb = masked_out(a.accb(ac0, n, kw, kh, c1g, kd, g));
     }
 
     // Tile form (see DwAlgorithm): output channel innermost, positions padded to We.
@@ -244,10 +238,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
         cast<float>(a.xT(tk + (kw * dw) / sw, c0, tho * sh + kh * dh, c1g, tdo * sd + kd * dd, tb,
                          g, (kw * dw) % sw)) *
         cast<float>(a.dyV(tk % 2, n, trow));
-    a.outt = Func("out");
-    a.outt(c0, n, kw, kh, c1g, kd, g) = select(valid, a.acct(n, ac0, kw, kh, c1g, kd, g), 0.0f);
-    constrain_shape(a.outt.output_buffer(),
-                    {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+    a.outt = masked_out(a.acct(n, ac0, kw, kh, c1g, kd, g));
 
     // Tap rows (see DwAlgorithm): row kr of xTk is xT's lane kr % cin shifted by tap kr / cin.
     a.tap_rows = Kw * cin_valid;
@@ -259,11 +250,7 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
       a.acctk(n, kr, kh, c1g, kd, g) +=
           cast<float>(a.xTk(tk, kr, tho * sh + kh * dh, c1g, tdo * sd + kd * dd, tb, g)) *
           cast<float>(a.dyV(tk % 2, n, trow));
-      a.outk = Func("out");
-      a.outk(c0, n, kw, kh, c1g, kd, g) =
-          select(valid, a.acctk(n, kw * cin_valid + min(c0, cin_valid - 1), kh, c1g, kd, g), 0.0f);
-      constrain_shape(a.outk.output_buffer(),
-                      {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0});
+      a.outk = masked_out(a.acctk(n, kw * cin_valid + min(c0, cin_valid - 1), kh, c1g, kd, g));
     }
 
     // Blocked tile form: acct's sums from tbex_amx_dw, which reads x and dy in place and stages
@@ -274,7 +261,6 @@ DwAlgorithm define_backprop_filter(const Problem& p) {
                   Expr(G),         Expr(cin1_g),     Expr(cout_g), Expr(sd), Expr(sh), Expr(sw),
                   Expr(dd),        Expr(dh),         Expr(dw), Expr(pf),     Expr(pt), Expr(pl)};
     a.ext_valid = valid, a.ext_c0 = ac0;
-    a.out_shape = {gd.real_g, geo.kernel[0], gd.cin1_g, Kh, Kw, cout_g, kC0};
   }
   return a;
 }

@@ -136,7 +136,7 @@ struct DwAlgorithm {
   Halide::Func outb;          ///< out reading ext (named "out" too)
   Halide::Var part{"part"};
   void use_blocks(const ReductionParts& parts = {});
-  /** What use_blocks defines ext and outb from (set with the tile form). */
+  /** What use_blocks defines ext and outb from (set with the tile form; out_shape always). */
   std::vector<Halide::ExternFuncArgument> ext_args;  ///< tbex_amx_dw's arguments before the parts'
   Halide::Expr ext_valid, ext_c0;                    ///< out's mask and the lane it reads
   std::vector<int64_t> out_shape;                    ///< constrain_shape's extents for out
