@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "lower/dot_operands.h"
+#include "lower/prefetch_lines.h"
 #include "ops/ops.h"
 #include "schedules/cost_model.h"
 #include "schedules/registry.h"
@@ -28,6 +29,7 @@ void apply_into(Lowered& out, Alg& a, const std::vector<const S*>& reg, const Pr
   out.pipeline = Halide::Pipeline(a.out);
   if (p.in_dtype == DType::kBFloat16 && sched::has_bf16_dot(out.target))
     put_dot_broadcasts_last(out.pipeline);
+  mend_prefetches(out.pipeline, out.target, s->spread_prefetches_over());
   out.args = std::move(args);
   if (log::enabled("lower"))
     log::print("lower", std::string(op_name(p.op)) + " schedule " + out.schedule + ": " +

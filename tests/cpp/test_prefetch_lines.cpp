@@ -1,0 +1,177 @@
+// lower::mend_prefetches: Halide's x86 prefetch loops step one 64-byte line whatever the element
+// size, and a prefetch placed right before a loop of the var named moves into that loop, its
+// lines shared out among the iterations, each line once. Checked on the lowered IR of a small
+// pipeline (also run against its definition) and of dw_tiled's bf16 tiles staged per input block
+// for a Zen 4 target (whose kernels on such a host Bf16Pairs.DwPairsStageXPerBlockWhenSplitInParts
+// runs against the reference).
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "lower/pipeline.h"
+#include "lower/prefetch_lines.h"
+#include "lower/select.h"
+#include "lowered_check.h"
+#include "schedules/registry.h"
+#include "test_util.h"
+
+namespace tbex {
+namespace {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+struct Prefetch {
+  std::vector<Stmt> loops;  ///< enclosing loops, outermost first (the last: its own loop)
+  const For* own() const { return loops.back().as<For>(); }
+  Expr offset;                    ///< element offset
+  int bytes = 0;                  ///< element size
+};
+
+class FindPrefetches : public IRVisitor {
+ public:
+  std::vector<Prefetch> found;
+
+ private:
+  using IRVisitor::visit;
+  std::vector<Stmt> loops_;  // held: the module's IR goes when the lowering returns
+  void visit(const For* op) override {
+    loops_.push_back(Stmt(op));
+    IRVisitor::visit(op);
+    loops_.pop_back();
+  }
+  void visit(const Call* op) override {
+    if (op->is_intrinsic(Call::prefetch)) found.push_back({loops_, op->args[1], op->type.bytes()});
+    IRVisitor::visit(op);
+  }
+};
+
+std::vector<Prefetch> prefetches_of(Pipeline p, const std::vector<Argument>& args, const Target& t) {
+  const Module m = p.compile_to_module(args, "k", t);
+  FindPrefetches f;
+  for (const LoweredFunc& fn : m.functions()) fn.body.accept(&f);
+  return f.found;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+/** The bytes between the lines one prefetch loop's consecutive iterations prefetch. */
+int64_t step_bytes(const Prefetch& f) {
+  const std::string& v = f.own()->name;
+  const Expr d = simplify(substitute(v, make_one(Int(32)), f.offset) - substitute(v, make_zero(Int(32)), f.offset));
+  const std::optional<int64_t> step = as_const_int(d);
+  return step ? *step * f.bytes : -1;
+}
+
+/** The enclosing loop whose var is `var`, or nullptr. */
+const For* loop_of(const Prefetch& f, const std::string& var) {
+  for (const Stmt& l : f.loops)
+    if (ends_with(l.as<For>()->name, "." + var)) return l.as<For>();
+  return nullptr;
+}
+
+const Target kX86("x86-64-linux-sse41-avx-avx2-f16c-fma");
+
+// Staged 16-bit rows (1024 elements = 32 lines per block), the next block's prefetched at the
+// block loop, read by 8 tiles of 128 elements each.
+struct Staged {
+  ImageParam in{UInt(16), 2, "in"};
+  Func out{"out"};
+  static constexpr int kRow = 1024, kTiles = 8;
+  Staged() {
+    Var x("x"), tb("tb"), blk("blk");
+    Func st("st");
+    st(x, blk) = in(x, blk) + cast<uint16_t>(1);
+    out(x, tb, blk) = cast<float>(st(x + (kRow / kTiles) * tb, blk));
+    out.bound(x, 0, kRow / kTiles).bound(tb, 0, kTiles);
+    st.compute_at(out, blk);
+    out.prefetch(in, blk, blk, 1, PrefetchBoundStrategy::NonFaulting);
+  }
+};
+
+TEST(PrefetchLines, HalideStepsSixtyFourElementsWithoutThePass) {
+  Staged s;
+  const std::vector<Prefetch> f = prefetches_of(Pipeline(s.out), {s.in}, kX86);
+  ASSERT_EQ(f.size(), 1u);
+  // What the pass mends: 64 elements of 2 bytes, every other line.
+  EXPECT_EQ(step_bytes(f[0]), 64 * 2);
+}
+
+TEST(PrefetchLines, StepsOneLineAtTheBlockLoop) {
+  Staged s;
+  Pipeline p(s.out);
+  lower::mend_prefetches(p, kX86, "");
+  const std::vector<Prefetch> f = prefetches_of(p, {s.in}, kX86);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(step_bytes(f[0]), 64);
+  EXPECT_EQ(loop_of(f[0], "tb"), nullptr);
+  // One line per iteration over one block's row.
+  EXPECT_EQ(as_const_int(f[0].own()->extent).value_or(-1), Staged::kRow * 2 / 64);
+}
+
+TEST(PrefetchLines, SpreadsEachLineOnceOverTheTiles) {
+  Staged s;
+  Pipeline p(s.out);
+  lower::mend_prefetches(p, kX86, "tb");
+  const std::vector<Prefetch> f = prefetches_of(p, {s.in}, kX86);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(step_bytes(f[0]), 64);
+  const For* tiles = loop_of(f[0], "tb");
+  ASSERT_NE(tiles, nullptr);
+  const For* own = f[0].own();
+  std::multiset<int64_t> lines;
+  for (int tb = 0; tb < Staged::kTiles; ++tb) {
+    const Expr at = make_const(Int(32), tb);
+    const auto lo = as_const_int(simplify(substitute(tiles->name, at, own->min)));
+    const auto n = as_const_int(simplify(substitute(tiles->name, at, own->extent)));
+    ASSERT_TRUE(lo && n) << own->min << " " << own->extent;
+    for (int64_t v = *lo; v < *lo + *n; ++v) lines.insert(v);
+  }
+  const int want = Staged::kRow * 2 / 64;
+  ASSERT_EQ((int)lines.size(), want);
+  for (int v = 0; v < want; ++v) EXPECT_EQ(lines.count(v), 1u) << v;
+
+  // The prefetches change nothing the pipeline computes.
+  Buffer<uint16_t> in(Staged::kRow, 3);
+  for (int y = 0; y < in.height(); ++y)
+    for (int x = 0; x < in.width(); ++x) in(x, y) = (uint16_t)(x * 7 + y * 131);
+  s.in.set(in);
+  Buffer<float> out = p.realize({Staged::kRow / Staged::kTiles, Staged::kTiles, in.height()},
+                                lower::host_target());
+  for (int blk = 0; blk < out.dim(2).extent(); ++blk)
+    for (int tb = 0; tb < Staged::kTiles; ++tb)
+      for (int x = 0; x < out.dim(0).extent(); ++x)
+        ASSERT_EQ(out(x, tb, blk), (float)(uint16_t)(in(x + out.dim(0).extent() * tb, blk) + 1));
+}
+
+// dw_tiled's bf16 tiles staged per input block prefetch the next block's x over the block's
+// tiles on a Zen 4 target (where x fits in the L3); on Sapphire Rapids, whose L1 the prefetch
+// evicted, not at all.
+TEST(PrefetchLines, DwBlockTilesSpreadTheNextBlockOnZen4) {
+  const test::Case c{"pointwise", 2, 64, 64, 1, {2, 6, 8}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const Problem p = test::dw_problem(c, DType::kBFloat16);
+  const std::string v = "nt=8,kwt=1,ch=1,parts=2,pair=2";
+  const Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
+  const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", v}, 2, zen4), 2, zen4);
+  ASSERT_NE(l.schedule_detail.find("next block of x prefetched"), std::string::npos) << l.schedule_detail;
+  const std::vector<Prefetch> f = prefetches_of(l.pipeline, l.args, l.target);
+  ASSERT_FALSE(f.empty());
+  for (const Prefetch& one : f) {
+    EXPECT_EQ(step_bytes(one), 64);
+    EXPECT_NE(loop_of(one, "tb"), nullptr);
+  }
+
+  const Target spr("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_cannonlake-avx512_sapphirerapids");
+  const lower::Lowered s = lower::lower(p, lower::select(p, {"dw_tiled", v}, 2, spr), 2, spr);
+  EXPECT_EQ(s.schedule_detail.find("prefetched"), std::string::npos) << s.schedule_detail;
+  EXPECT_TRUE(prefetches_of(s.pipeline, s.args, s.target).empty());
+}
+
+}  // namespace
+}  // namespace tbex
