@@ -116,6 +116,15 @@ bool peeled_row(const Problem& p, const GemmShape& s, const GemmTiles& t) {
   return is_strided(p) ? row_tiles(s, t) <= 4 : folds_width_pads(p, s, t) && row_tiles(s, t) <= 2;
 }
 
+/** Whether pair tiles unroll their walk over a block's channel pairs (rp's second dim): kernels
+ * of one tap, whose visit is that walk over the blocks and nothing else (d dX bf16: 4 blocks of 8
+ * pair steps of 7 dot products; each 8-step loop's exit cost 6%: 1.92 against 2.04 ms at 1
+ * thread, Zen 4, interleaved runs). With taps a visit is long already, and 8 copies of each step
+ * slowed e1 dX [qt=7,kt=27] from 2.63 to 3.02 ms (c2 and f level). */
+bool unrolls_pair_walk(const Problem& p, const GemmTiles& t) {
+  return t.pair == 2 && p.geo.kernel[0] * p.geo.kernel[1] * p.geo.kernel[2] == 1;
+}
+
 /** 16-bit dy at unit stride and undilated depth and height: converted to fp32 (dyc) a row at a
  * time as the tiles reach it, not in a pass of its own before them. Stored per sweep of a
  * channel block over the rows and computed per output row: Halide's sliding window converts
@@ -344,7 +353,8 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
   if (a.scatter) {
     const RVar rwo = scatter_tiles(a, t.qt, t.ct);
-    register_tile(acc, a.out, rwo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
+    register_tile(acc, a.out, rwo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1,
+                  unrolls_pair_walk(p, t));
     // A row of fewer positions than a multiple of qt ends in a shorter tile; the tile keeps its
     // constant extent (its registers), computing a few phase-frame positions no one stores.
     acc.bound_extent(qw, t.qt);
@@ -362,7 +372,8 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
         .vectorize(c0)
         .unroll(wi)
         .unroll(c1i);
-    register_tile(acc, a.dxp, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
+    register_tile(acc, a.dxp, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1,
+                  unrolls_pair_walk(p, t));
     if (peel) a.dxp.unroll(wo);
     return {};
   }
@@ -408,7 +419,8 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
       .parallel(par);
   if (read == DyRead::kConvertedRows) slide_dy_rows(a, c1o, row);
   if (!chunked(s, t))
-    register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1);
+    register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1,
+                  unrolls_pair_walk(p, t));
   if (peel) a.out.unroll(wo);
   // The taps along the row: r = (n, jw, jh, jd), rp = (e, j, blk, jw, jh, jd) read in place.
   if (folds_width_pads(p, s, t) && t.kwt == 1) acc.update().unroll(t.pair == 2 ? a.rp[3] : a.r[1]);

@@ -49,7 +49,8 @@ void use_out_lanes(ops::DxAlgorithm& a, const Problem& p, const std::string& sch
 }
 
 void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, const Var& pos,
-                   const Var& blk, const std::vector<RVar>& r, bool pairs, bool kw_inside) {
+                   const Var& blk, const std::vector<RVar>& r, bool pairs, bool kw_inside,
+                   bool unroll_pairs) {
   acc.compute_at(LoopLevel(owner, at)).vectorize(c0).unroll(pos).unroll(blk);
   // The order of the update's loops, innermost first: the tile, then r in its order (pairs: the
   // pair index inside the tile, vectorized; kw_inside: the tap along the row before the rest).
@@ -64,6 +65,7 @@ void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, con
   if (pairs) s.atomic().vectorize(r[0]);
   s.vectorize(c0).unroll(pos).unroll(blk);
   if (kw_inside) s.unroll(r[1]);
+  else if (pairs && unroll_pairs) s.unroll(r[1]);
 }
 
 std::vector<RVar> rvars(const RDom& r) {

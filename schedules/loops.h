@@ -32,10 +32,12 @@ void use_out_lanes(ops::DxAlgorithm& a, const Problem& p, const std::string& sch
  * tile's positions `pos` and channel blocks `blk` unrolled; the update walks r (n, kw, kh, kd)
  * outside the tile. pairs: r is (e, n2, kw, kh, kd) with the pair e vectorized inside c0, an
  * atomic sum of 2 products per lane (a bf16 dot product). kw_inside (GemmTiles::kwt): kw
- * unrolled inside n, so a broadcast serves every tap of its window. */
+ * unrolled inside n, so a broadcast serves every tap of its window. unroll_pairs (pairs, not
+ * kw_inside): r[1], the walk over channel pairs, unrolled too. */
 void register_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar& at,
                    const Halide::Var& c0, const Halide::Var& pos, const Halide::Var& blk,
-                   const std::vector<Halide::RVar>& r, bool pairs = false, bool kw_inside = false);
+                   const std::vector<Halide::RVar>& r, bool pairs = false, bool kw_inside = false,
+                   bool unroll_pairs = false);
 /** The RVars of `r`, innermost first (what register_tile takes). */
 std::vector<Halide::RVar> rvars(const Halide::RDom& r);
 

@@ -103,6 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, Bf16PairsTest, ::testing::Range(0, (int)std::siz
 // Pointwise dX (1x1x1, unit strides, no pads: ops::dysp_is_dy) broadcasts its dy pairs from dy in
 // place, the pair loops walking (pair in block, block): two 6HD blocks of output channels, two
 // groups of one block each, and 24 channels (a block and a half: staged, as everywhere else).
+// Of one tap, the tiles unroll the walk over a block's pairs (dx_tiled's unrolls_pair_walk).
 TEST(Bf16Pairs, PointwiseDxReadsDyPairsInPlace) {
   const Case cases[] = {
       {"pointwise_two_blocks", 2, 32, 32, 1, {3, 5, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
