@@ -95,6 +95,15 @@ struct Staged {
   }
 };
 
+/** The one prefetch of `s` lowered through the pass (spreading over `over`), or none. */
+Prefetch mended(const Staged& s, const std::string& over) {
+  Pipeline p(s.out);
+  lower::mend_prefetches(p, kX86, over);
+  const std::vector<Prefetch> f = prefetches_of(p, {s.in}, kX86);
+  EXPECT_EQ(f.size(), 1u);
+  return f.empty() ? Prefetch{} : f[0];
+}
+
 TEST(PrefetchLines, HalideStepsSixtyFourElementsWithoutThePass) {
   Staged s;
   const std::vector<Prefetch> f = prefetches_of(Pipeline(s.out), {s.in}, kX86);
@@ -104,27 +113,22 @@ TEST(PrefetchLines, HalideStepsSixtyFourElementsWithoutThePass) {
 }
 
 TEST(PrefetchLines, StepsOneLineAtTheBlockLoop) {
-  Staged s;
-  Pipeline p(s.out);
-  lower::mend_prefetches(p, kX86, "");
-  const std::vector<Prefetch> f = prefetches_of(p, {s.in}, kX86);
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(step_bytes(f[0]), 64);
-  EXPECT_EQ(loop_of(f[0], "tb"), nullptr);
+  const Prefetch f = mended(Staged(), "");
+  ASSERT_FALSE(f.loops.empty());
+  EXPECT_EQ(step_bytes(f), 64);
+  EXPECT_EQ(loop_of(f, "tb"), nullptr);
   // One line per iteration over one block's row.
-  EXPECT_EQ(as_const_int(f[0].own()->extent).value_or(-1), Staged::kRow * 2 / 64);
+  EXPECT_EQ(as_const_int(f.own()->extent).value_or(-1), Staged::kRow * 2 / 64);
 }
 
 TEST(PrefetchLines, SpreadsEachLineOnceOverTheTiles) {
   Staged s;
-  Pipeline p(s.out);
-  lower::mend_prefetches(p, kX86, "tb");
-  const std::vector<Prefetch> f = prefetches_of(p, {s.in}, kX86);
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(step_bytes(f[0]), 64);
-  const For* tiles = loop_of(f[0], "tb");
+  const Prefetch f = mended(s, "tb");
+  ASSERT_FALSE(f.loops.empty());
+  EXPECT_EQ(step_bytes(f), 64);
+  const For* tiles = loop_of(f, "tb");
   ASSERT_NE(tiles, nullptr);
-  const For* own = f[0].own();
+  const For* own = f.own();
   std::multiset<int64_t> lines;
   for (int tb = 0; tb < Staged::kTiles; ++tb) {
     const Expr at = make_const(Int(32), tb);
@@ -142,6 +146,8 @@ TEST(PrefetchLines, SpreadsEachLineOnceOverTheTiles) {
   for (int y = 0; y < in.height(); ++y)
     for (int x = 0; x < in.width(); ++x) in(x, y) = (uint16_t)(x * 7 + y * 131);
   s.in.set(in);
+  Pipeline p(s.out);
+  lower::mend_prefetches(p, lower::host_target(), "tb");
   Buffer<float> out = p.realize({Staged::kRow / Staged::kTiles, Staged::kTiles, in.height()},
                                 lower::host_target());
   for (int blk = 0; blk < out.dim(2).extent(); ++blk)
