@@ -60,14 +60,18 @@ const char* const kBlockTiles = "tb";
 
 /** Whether tiles staging x per input block (x_per_block_applies) prefetch the next block's x while
  * this block's tiles compute, the lowering spreading its lines over those tiles: Zen 4 targets
- * (prefetches_staged_x), where x fits in the L3. The staging pass otherwise waits on the L3 for
- * each block's rows in a burst the dots do not overlap. Zen 4, interleaved runs (min / median of
- * 4): d dW bf16 [nt=8,ch=2,parts=4,pair=2] 1.92 / 1.94 ms against 2.09 / 2.15 at 1 thread, 0.94 /
- * 0.94 against 0.95 / 0.96 at 2; c2 and f at 2 threads level. Beyond the L3 the rows stream at
- * the memory path's rate, which prefetching does not raise: the seed (x 21 MB) ran 1-2% slower
- * with it (4.85 against 4.75 ms at 1 thread, 2.44 against 2.40 at 2). */
+ * (prefetches_staged_x), where x's rows come from the L3 (x beyond the L2, within the L3). The
+ * staging pass otherwise waits on the L3 for each block's rows in a burst the dots do not
+ * overlap. Zen 4, interleaved runs (min / median of 4): d dW bf16 [nt=8,ch=2,parts=4,pair=2]
+ * (x 6.4 MB) 1.92 / 1.94 ms against 2.09 / 2.15 at 1 thread, 0.94 / 0.94 against 0.95 / 0.96 at
+ * 2; c2 and f at 2 threads level. Its depth cut to 2 (x 1.6 MB, parts=2): 0.473 against 0.477;
+ * to 1 (0.8 MB, in the L2): level. Beyond the L3 the rows stream at the memory path's rate,
+ * which prefetching does not raise: the seed (x 21 MB) ran 1-2% slower with it (4.85 against
+ * 4.75 ms at 1 thread, 2.44 against 2.40 at 2). */
 bool prefetches_next_block(const Problem& p, const Halide::Target& target) {
-  return prefetches_staged_x(target) && dx_elems(p) * input_bytes(p) <= Machine::of(target).l3;
+  const double x = dx_elems(p) * input_bytes(p);
+  const Machine m = Machine::of(target);
+  return prefetches_staged_x(target) && x > m.l2 && x <= m.l3;
 }
 
 /** Whether the tiles may read fp32 x in place (DwAlgorithm::xr inlined) instead of staging its
@@ -227,8 +231,12 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const int64_t batch = dw_batch_of(p, t.pair);
   if (t.tiles < 8 || streams_x) t.parts = dw_parts(p, kDwSplitParts, batch);
   if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"), batch);
-  // Staged per input block, the next block is prefetched instead of the next chunk.
-  t.prefetch_x = x_per_block_applies(t) ? prefetches_next_block(p, ctx.target) : streams_x;
+  // Staged per input block, the next block is prefetched instead of the next chunk; either only
+  // where there is a next one (Halide warns of, and drops, a prefetch past a loop of one).
+  t.prefetch_x = x_per_block_applies(t)
+                     ? prefetches_next_block(p, ctx.target) &&
+                           p.group.cin1_g * g.kernel[0] * p.group.real_g > 1
+                     : streams_x && rows / t.ch > 1;
   // Last: the depth extent a chunk can span depends on the parts.
   t.db = f.count("db") ? f.at("db") : own_depth_block(p, t, m);
   space().require(t.db == 1 || (depth_blocks_apply(p, t) && dw_depth_extent(p, t.parts) % t.db == 0),

@@ -6,6 +6,7 @@
 // runs against the reference).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,6 +17,7 @@
 #include "lower/prefetch_lines.h"
 #include "lower/select.h"
 #include "lowered_check.h"
+#include "schedules/cost_model.h"
 #include "schedules/registry.h"
 #include "test_util.h"
 
@@ -157,14 +159,25 @@ TEST(PrefetchLines, SpreadsEachLineOnceOverTheTiles) {
 }
 
 // dw_tiled's bf16 tiles staged per input block prefetch the next block's x over the block's
-// tiles on a Zen 4 target (where x fits in the L3); on Sapphire Rapids, whose L1 the prefetch
-// evicted, not at all.
-TEST(PrefetchLines, DwBlockTilesSpreadTheNextBlockOnZen4) {
-  const test::Case c{"pointwise", 2, 64, 64, 1, {2, 6, 8}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
-  const Problem p = test::dw_problem(c, DType::kBFloat16);
+// tiles on a Zen 4 target where x's rows come from the L3 (beyond the L2); x within the L2, and
+// Sapphire Rapids targets (whose L1 the prefetch evicted), not at all. On a host with the
+// feature, the prefetching kernel also runs against the float64 reference.
+const Target kZen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
+
+/** A pointwise bf16 dW case whose x (6HD, 2 bytes an element) takes at least `bytes`. */
+test::Case pointwise_of(int64_t bytes) {
+  const int64_t slice = 2 * 32 * 32 * 64 * 2;  // N * H * W * Cin * 2 bytes per depth slice
+  const int64_t depth = std::max<int64_t>(1, (bytes + slice - 1) / slice);
+  return {"pointwise", 2, 64, 64, 1, {depth, 32, 32}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+}
+
+TEST(PrefetchLines, DwBlockTilesSpreadTheNextBlockFromTheL3OnZen4) {
+  const sched::Machine m = sched::Machine::of(kZen4);
+  if (2 * m.l2 > m.l3) GTEST_SKIP() << "this host's L3 share (" << m.l3 << " bytes) is under twice its L2";
   const std::string v = "nt=8,kwt=1,ch=1,parts=2,pair=2";
-  const Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
-  const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", v}, 2, zen4), 2, zen4);
+  const test::Case c = pointwise_of(2 * m.l2);
+  const Problem p = test::dw_problem(c, DType::kBFloat16);
+  const lower::Lowered l = lower::lower(p, lower::select(p, {"dw_tiled", v}, 2, kZen4), 2, kZen4);
   ASSERT_NE(l.schedule_detail.find("next block of x prefetched"), std::string::npos) << l.schedule_detail;
   const std::vector<Prefetch> f = prefetches_of(l.pipeline, l.args, l.target);
   ASSERT_FALSE(f.empty());
@@ -172,6 +185,17 @@ TEST(PrefetchLines, DwBlockTilesSpreadTheNextBlockOnZen4) {
     EXPECT_EQ(step_bytes(one), 64);
     EXPECT_NE(loop_of(one, "tb"), nullptr);
   }
+  const Target host = lower::host_target();
+  if (host.has_feature(Target::AVX512_Zen4)) {
+    const lower::Lowered h = lower::lower(p, lower::select(p, {"dw_tiled", v}, 2, host), 2, host);
+    ASSERT_NE(h.schedule_detail.find("next block of x prefetched"), std::string::npos) << h.schedule_detail;
+    test::check_bf16_dw(c, p, h.pipeline, h.args, host, 31);
+  }
+
+  const test::Case small = pointwise_of(m.l2 / 2);
+  const Problem q = test::dw_problem(small, DType::kBFloat16);
+  const lower::Lowered in_l2 = lower::lower(q, lower::select(q, {"dw_tiled", v}, 2, kZen4), 2, kZen4);
+  EXPECT_EQ(in_l2.schedule_detail.find("prefetched"), std::string::npos) << in_l2.schedule_detail;
 
   const Target spr("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_cannonlake-avx512_sapphirerapids");
   const lower::Lowered s = lower::lower(p, lower::select(p, {"dw_tiled", v}, 2, spr), 2, spr);
