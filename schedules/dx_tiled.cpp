@@ -350,11 +350,15 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
                  {"t2", "t1"});
   }
   const bool peel = peeled_row(p, s, t);
+  // The register tile computed at loop `at` of `owner` (register_tile), on acc's reduction.
+  const auto tile_at = [&](Func owner, const VarOrRVar& at) {
+    register_tile(acc, owner, at, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2,
+                  t.kwt > 1, unrolls_pair_walk(p, t));
+  };
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
   if (a.scatter) {
     const RVar rwo = scatter_tiles(a, t.qt, t.ct);
-    register_tile(acc, a.out, rwo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1,
-                  unrolls_pair_walk(p, t));
+    tile_at(a.out, rwo);
     // A row of fewer positions than a multiple of qt ends in a shorter tile; the tile keeps its
     // constant extent (its registers), computing a few phase-frame positions no one stores.
     acc.bound_extent(qw, t.qt);
@@ -372,8 +376,7 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
         .vectorize(c0)
         .unroll(wi)
         .unroll(c1i);
-    register_tile(acc, a.dxp, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1,
-                  unrolls_pair_walk(p, t));
+    tile_at(a.dxp, wo);
     if (peel) a.dxp.unroll(wo);
     return {};
   }
@@ -419,8 +422,7 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
       .parallel(par);
   if (read == DyRead::kConvertedRows) slide_dy_rows(a, c1o, row);
   if (!chunked(s, t))
-    register_tile(acc, a.out, wo, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, t.kwt > 1,
-                  unrolls_pair_walk(p, t));
+    tile_at(a.out, wo);
   if (peel) a.out.unroll(wo);
   // The taps along the row: r = (n, jw, jh, jd), rp = (e, j, blk, jw, jh, jd) read in place.
   if (folds_width_pads(p, s, t) && t.kwt == 1) acc.update().unroll(t.pair == 2 ? a.rp[3] : a.r[1]);
