@@ -49,7 +49,8 @@ bool staging_bound(const Problem& p) {
 /** Whether staging-bound chunks are staged with the next chunk's x prefetched (prefetch_x)
  * rather than read in place: Zen 4 targets (Halide 21's Zen 5 host target carries the feature
  * too). Halide prefetches into L1 (prefetchnta), which hid staging there (seed dW 8.0 -> 7.4
- * ms) but evicts the running chunk on Sapphire Rapids (seed dW 6.3 -> 14 ms at 1 thread). */
+ * ms) but evicted the running chunk on Sapphire Rapids (seed dW 6.3 -> 14 ms at 1 thread; both
+ * measured before lower::mend_prefetches, when a prefetch covered four times an fp32 region). */
 bool prefetches_staged_x(const Halide::Target& target) {
   return target.has_feature(Halide::Target::AVX512_Zen4);
 }
@@ -60,7 +61,8 @@ const char* const kBlockTiles = "tb";
 
 /** Whether tiles staging x per input block (x_per_block_applies) prefetch the next block's x while
  * this block's tiles compute, the lowering spreading its lines over those tiles: Zen 4 targets
- * (prefetches_staged_x), where x's rows come from the L3 (x beyond the L2, within the L3). The
+ * (prefetches_staged_x), where x's rows come from the L3 (x beyond the L2, within the L3), and
+ * there is a next block (Halide warns of, and drops, a prefetch past a loop of one). The
  * staging pass otherwise waits on the L3 for each block's rows in a burst the dots do not
  * overlap. Zen 4, interleaved runs (min / median of 4): d dW bf16 [nt=8,ch=2,parts=4,pair=2]
  * (x 6.4 MB) 1.92 / 1.94 ms against 2.09 / 2.15 at 1 thread, 0.94 / 0.94 against 0.95 / 0.96 at
@@ -71,7 +73,8 @@ const char* const kBlockTiles = "tb";
 bool prefetches_next_block(const Problem& p, const Halide::Target& target) {
   const double x = dx_elems(p) * input_bytes(p);
   const Machine m = Machine::of(target);
-  return prefetches_staged_x(target) && x > m.l2 && x <= m.l3;
+  const int64_t blocks = p.group.cin1_g * p.geo.kernel[0] * p.group.real_g;
+  return prefetches_staged_x(target) && x > m.l2 && x <= m.l3 && blocks > 1;
 }
 
 /** Whether the tiles may read fp32 x in place (DwAlgorithm::xr inlined) instead of staging its
@@ -127,9 +130,9 @@ int64_t chunk_x_bytes(const Problem& p, const DwTiles& t, int64_t db) {
  * KB) stays there. Zen 4, d dW bf16 [nt=8,ch=2,parts=4], interleaved runs of one build (min / median of 6): 1.94 / 1.97 ms
  * per block against 2.02 / 2.12 per chunk (2 threads 0.96 / 0.97 against 1.01 / 1.04); the
  * seed (x from DRAM, staging-bound) level, 5.72 / 5.77 against 5.74 / 5.78; at 2 threads g
- * 13.8 / 14.0 against 14.0 / 14.4, c1, c2 and f level. The next chunk's prefetch (prefetch_x)
- * added nothing per block (1.95 / 1.98), and is left out. Split over threads by tiles (parts =
- * 1), the threads' tiles cut across blocks: per chunk there. */
+ * 13.8 / 14.0 against 14.0 / 14.4, c1, c2 and f level. Such tiles prefetch the next block, not
+ * the next chunk (prefetches_next_block). Split over threads by tiles (parts = 1), the threads'
+ * tiles cut across blocks: per chunk there. */
 bool x_per_block_applies(const DwTiles& t) { return t.pair != 1 && t.parts > 1; }
 
 /** Bytes such a chunk stages and every tile passes over: its x and its dy rows (every output
@@ -231,12 +234,10 @@ DwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const int64_t batch = dw_batch_of(p, t.pair);
   if (t.tiles < 8 || streams_x) t.parts = dw_parts(p, kDwSplitParts, batch);
   if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"), batch);
-  // Staged per input block, the next block is prefetched instead of the next chunk; either only
-  // where there is a next one (Halide warns of, and drops, a prefetch past a loop of one).
-  t.prefetch_x = x_per_block_applies(t)
-                     ? prefetches_next_block(p, ctx.target) &&
-                           p.group.cin1_g * g.kernel[0] * p.group.real_g > 1
-                     : streams_x && rows / t.ch > 1;
+  // Staged per input block, the next block is prefetched instead of the next chunk, which needs a
+  // next chunk (as prefetches_next_block a next block).
+  t.prefetch_x = x_per_block_applies(t) ? prefetches_next_block(p, ctx.target)
+                                        : streams_x && rows / t.ch > 1;
   // Last: the depth extent a chunk can span depends on the parts.
   t.db = f.count("db") ? f.at("db") : own_depth_block(p, t, m);
   space().require(t.db == 1 || (depth_blocks_apply(p, t) && dw_depth_extent(p, t.parts) % t.db == 0),
