@@ -23,8 +23,9 @@ namespace {
 // Bumped when the suite measures something differently: older files are re-measured.
 // 2: the clock from register adds (format 1's immediate adds read 23 GHz on Golden Cove), the
 // AMX tile multiply chain and the VDPBF16PS rate. 3: the 512-bit register broadcast. 4: the
-// wait before a short run read from DRAM streams. 5: the 4-byte (broadcast) load rate.
-constexpr int kFormat = 5;
+// wait before a short run read from DRAM streams. 5: the 4-byte (broadcast) load rate. 6: the
+// CPUID signature in the key.
+constexpr int kFormat = 6;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
 std::string cpuinfo(const std::string& field) {
@@ -125,8 +126,21 @@ CacheInfo host_cache(int level) {
   return {v > 0 ? int64_t(v) : 0, level == 3 ? cpus : 1};
 }
 
+std::string host_signature() {
+  return "family " + cpuinfo("cpu family") + " model " + cpuinfo("model\t") + " stepping " +
+         cpuinfo("stepping");
+}
+
+std::string key_of(const Calibration& c) {
+  return c.cpu_model + " | " + c.cpu_signature + " | " + c.isa;
+}
+
 std::string host_key() {
-  static const std::string key = cpuinfo("model name") + " | " + isa_flags();
+  static const std::string key = [] {
+    Calibration c;
+    c.cpu_model = cpuinfo("model name"), c.cpu_signature = host_signature(), c.isa = isa_flags();
+    return key_of(c);
+  }();
   return key;
 }
 
@@ -143,8 +157,9 @@ json::Value to_json(const Calibration& c) {
   json::Value bw1 = json::Value::object(), bw_mt = json::Value::object();
   for (int i = 0; i < 4; ++i) bw1[kLevels[i]] = c.bw1[i], bw_mt[kLevels[i]] = c.bw_mt[i];
   return {{"format", kFormat},
-          {"key", c.cpu_model + " | " + c.isa},
+          {"key", key_of(c)},
           {"cpu_model", c.cpu_model},
+          {"cpu_signature", c.cpu_signature},
           {"isa", c.isa},
           {"ghz", c.ghz},
           {"avx2_256", rates_json(c.w256)},
@@ -164,6 +179,7 @@ Calibration calibration_from_json(const json::Value& v, const std::string& path)
   user_check(json::as_int(json::member(v, "format", path), path) == kFormat, code::kValue, path.c_str(),
              path + ": calibration format differs");
   c.cpu_model = json::as_string(json::member(v, "cpu_model", path), path);
+  c.cpu_signature = json::as_string(json::member(v, "cpu_signature", path), path);
   c.isa = json::as_string(json::member(v, "isa", path), path);
   c.ghz = json::as_number(json::member(v, "ghz", path), path);
   c.w256 = rates_of(json::member(v, "avx2_256", path), path);
@@ -217,6 +233,7 @@ Calibration load_or_measure(const std::string& path, bool* measured) {
   if (lock && read_stored(path, c)) return c;  // another process measured meanwhile
   c = measure_host();
   c.cpu_model = cpuinfo("model name");
+  c.cpu_signature = host_signature();
   c.isa = isa_flags();
   if (measured) *measured = true;
   if (err.empty()) err = support::write_atomic(path, json::to_text(to_json(c)));

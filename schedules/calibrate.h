@@ -31,6 +31,10 @@ struct WidthRates {
 
 struct Calibration {
   std::string cpu_model;  ///< /proc/cpuinfo "model name"
+  /** "family 23 model 1 stepping 2": a VM's model name hides the core ("AMD EPYC" is Zen 1, 3
+   * and 4 alike, and Zen 1 and 3 have the same ISA flags with one 256-bit FMA a cycle against
+   * two), the CPUID signature tells them apart. */
+  std::string cpu_signature;
   std::string isa;        ///< the vector ISA flags that matter to tbex, space-separated
   double ghz = 0;         ///< the dependent-add clock
   WidthRates w256, w512;
@@ -66,8 +70,11 @@ struct CacheInfo {
 };
 CacheInfo host_cache(int level);
 
-/** "model name" + ISA flags: a stored calibration with another key is re-measured. */
+/** "model name | CPUID signature | ISA flags": a stored calibration with another key is
+ * re-measured. */
 std::string host_key();
+/** The key of a calibration's own fields (host_key() for one measured here). */
+std::string key_of(const Calibration& c);
 
 /** Runs the suite now: no storage, and no key (cpu_model, isa are load_or_measure's). */
 Calibration measure_host();

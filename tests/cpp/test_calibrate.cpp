@@ -36,7 +36,11 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   bool measured = false;
   const sched::Calibration a = sched::load_or_measure(path, &measured);
   EXPECT_TRUE(measured);
-  EXPECT_EQ(a.cpu_model + " | " + a.isa, sched::host_key());
+  // The key names the model, the CPUID signature (a VM's "AMD EPYC" is several cores) and the ISA.
+  EXPECT_EQ(sched::key_of(a), sched::host_key());
+  EXPECT_EQ(a.cpu_signature.rfind("family ", 0), 0u) << a.cpu_signature;
+  EXPECT_NE(a.cpu_signature.find(" model "), std::string::npos) << a.cpu_signature;
+  EXPECT_EQ(sched::host_key(), a.cpu_model + " | " + a.cpu_signature + " | " + a.isa);
   EXPECT_GT(a.ghz, 0.2);
   EXPECT_LT(a.ghz, 10.0);
   __builtin_cpu_init();
@@ -74,8 +78,8 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
 
   // Files of older suites are re-measured: before the clock fix (format 1), before the
   // register-broadcast rate (format 2), before the DRAM run start (format 3), before the small
-  // loads' rate (format 4).
-  for (int format : {1, 2, 3, 4}) {
+  // loads' rate (format 4), before the CPUID signature (format 5).
+  for (int format : {1, 2, 3, 4, 5}) {
     json::Value older = sched::to_json(a);
     older["format"] = format;
     support::write_text(path, json::to_text(older));
@@ -90,6 +94,14 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   const sched::Calibration c = sched::load_or_measure(path, &measured);
   EXPECT_TRUE(measured);
   EXPECT_EQ(c.cpu_model, a.cpu_model);
+  // So is one of a core with the same model name and ISA but another CPUID signature (a VM's
+  // "AMD EPYC | avx2 fma" is Zen 1 and Zen 3, whose FMA rates differ twofold).
+  json::Value sibling = sched::to_json(a);
+  sibling["cpu_signature"] = "family 0 model 0 stepping 0";
+  sibling["key"] = a.cpu_model + " | family 0 model 0 stepping 0 | " + a.isa;
+  support::write_text(path, json::to_text(sibling));
+  sched::load_or_measure(path, &measured);
+  EXPECT_TRUE(measured);
   // A wrong-typed field is as corrupt as bad JSON.
   json::Value bad = sched::to_json(a);
   bad["ghz"] = "fast";

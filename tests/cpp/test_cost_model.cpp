@@ -659,8 +659,10 @@ TEST(CostModel, InPlaceRunsFromDramWaitPerRun) {
               s->estimate(big, {host, 1, long_chunks}).passes + 1000);
     EXPECT_EQ(s->estimate(fits, {host, 1, short_chunks}).passes,
               s->estimate(fits, {host, 1, long_chunks}).passes);
+    // The whole slab (28 rows) per chunk, whatever register tile the target holds.
     const auto keys = s->candidates(big, {host, 1, ""});
-    EXPECT_NE(std::find(keys.begin(), keys.end(), "ct=2,nt=8,ch=28,parts=1"), keys.end())
+    EXPECT_TRUE(std::any_of(keys.begin(), keys.end(),
+                            [](const std::string& k) { return k.find(",ch=28,") != std::string::npos; }))
         << "the whole slab per chunk";
   }
 }
