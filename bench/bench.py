@@ -734,7 +734,8 @@ def amd_generation(family, model):
         return "Zen 4" if model in range(0x10, 0x20) or model in range(0x60, 0x80) or \
             model in range(0xA0, 0xB0) else "Zen 3"
     if family == 23:
-        return "Zen 2" if model >= 0x30 else "Zen / Zen+"
+        # Zen+ is Pinnacle Ridge (8) and Picasso (0x18); the rest below 0x30 Zen (Naples: 1).
+        return "Zen 2" if model >= 0x30 else "Zen+" if model in (0x08, 0x18) else "Zen"
     return None
 
 

@@ -22,6 +22,8 @@ def test_machine_label_names_cpu_and_isa():
     label = bench.machine_label()
     assert bench.cpu_model() in label and "cores" in label
     assert bench.amd_generation(25, 17) == "Zen 4" and bench.amd_generation(26, 2) == "Zen 5"
+    assert bench.amd_generation(25, 1) == "Zen 3" and bench.amd_generation(23, 0x31) == "Zen 2"
+    assert bench.amd_generation(23, 1) == "Zen" and bench.amd_generation(23, 8) == "Zen+"
 
 
 def test_a_run_on_another_machine_keeps_the_first_machines_part(tmp_path):
