@@ -86,6 +86,20 @@ DyRead dy_read(const Problem& p, const GemmShape& s, const GemmTiles& t) {
                                                      : DyRead::kConvertedWhole;
 }
 
+/** Whether fp32 tiles reading dy in place walk the output channels of the reduction inside
+ * their 6HD blocks (r's n split by 16, the lanes innermost), so that every broadcast's address
+ * is affine: lanes 4 bytes apart, positions 64, blocks a plane (one base register a step). As
+ * one loop over n, each step computed n / 16 and n % 16 and each position kept an address
+ * register of its own (a LEA per broadcast), and LLVM held the broadcasts beside the
+ * accumulators and spilled them. Zen 1, c1 dX (32 output channels), 1 thread:
+ * [qt=6,ct=1,kwt=1] 651 -> 397 ms (the same tile on 16-bit dy's converted rows: 407),
+ * [qt=4,ct=1,kwt=1,kt=9] 447 -> 397, [qt=4,ct=1,kwt=3] 380 -> 372. Where the group has one
+ * block (cout_g 16) n already is the lane. */
+bool walks_lanes_in_blocks(const Problem& p, const GemmShape& s, const GemmTiles& t) {
+  return dy_read(p, s, t) == DyRead::kInPlace && t.pair != 2 && p.group.cout_g > 16 &&
+         p.group.cout_g % 16 == 0;
+}
+
 /** Whether an unchunked row reads dy through its width padding select (reads_dy_unpadded, and
  * some tap reaches a width pad), so its edge tiles must leave out their taps into the pads:
  * each tile's taps along the row unrolled, and rows of at most 2 tiles unrolled (peeled_row),
@@ -168,6 +182,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
                              : "") +
            dy_read_names.at(size_t(dy_read(p, s, t))) +
            (partitions_edge_tiles(p, s, t) ? " (edge tiles apart), " : ", ") +
+           (walks_lanes_in_blocks(p, s, t) ? "output channels walked within their blocks, " : "") +
            std::to_string(ctx.threads) + " threads";
   }
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override;
@@ -350,6 +365,11 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
                  {"t2", "t1"});
   }
   const bool peel = peeled_row(p, s, t);
+  const auto walk_lanes_in_blocks = [&](Func f) {
+    if (!walks_lanes_in_blocks(p, s, t)) return;
+    RVar rno("rno"), rni("rni");
+    f.update().split(a.r[0], rno, rni, 16);
+  };
   // The register tile computed at loop `at` of `owner` (register_tile), on acc's reduction.
   const auto tile_at = [&](Func owner, const VarOrRVar& at) {
     register_tile(acc, owner, at, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2,
@@ -406,6 +426,7 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
         .unroll(awi)
         .unroll(c1);
     register_tile(part, acc, awo, c0, qw, c1, in_part, false, t.kwt > 1);
+    walk_lanes_in_blocks(part);
     partitioned.push_back({acc.update(), awo});
   }
   a.out.split(a.w, wo, wi, t.qt).split(c1, c1o, c1i, t.ct);
@@ -421,8 +442,10 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
       .fuse(a.d, b, par)
       .parallel(par);
   if (read == DyRead::kConvertedRows) slide_dy_rows(a, c1o, row);
-  if (!chunked(s, t))
+  if (!chunked(s, t)) {
     tile_at(a.out, wo);
+    walk_lanes_in_blocks(acc);
+  }
   if (peel) a.out.unroll(wo);
   // The taps along the row: r = (n, jw, jh, jd), rp = (e, j, blk, jw, jh, jd) read in place.
   if (folds_width_pads(p, s, t) && t.kwt == 1) acc.update().unroll(t.pair == 2 ? a.rp[3] : a.r[1]);

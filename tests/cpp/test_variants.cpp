@@ -278,6 +278,39 @@ TEST(Variants, DxTiledReadsSixteenBitDyUnpadded) {
     }
 }
 
+// fp32 dy read in place with more than one 6HD block of output channels per group: the tiles
+// walk the channels inside their blocks (affine broadcast addresses). Ragged rows (13 = 2 x 6 +
+// 1), row taps, chunks, 3 blocks, groups of 2 blocks; one block per group (16) and staged dy
+// (strides) keep the one loop over the channels.
+TEST(Variants, DxTiledWalksFp32DyLanesWithinBlocks) {
+  struct Form {
+    Case c;
+    std::string variant;
+    bool within;
+  };
+  const Form forms[] = {
+      {{"ragged", 1, 16, 32, 1, {3, 4, 13}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=6,ct=1,kwt=1,kt=27", true},
+      {{"row_taps", 1, 32, 48, 1, {3, 3, 12}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=4,ct=1,kwt=3,kt=27", true},
+      {{"chunked", 1, 32, 32, 1, {3, 4, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=2,ct=2,kwt=1,kt=3", true},
+      {{"grouped", 2, 32, 64, 2, {2, 3, 9}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 1, 1, 1}},
+       "qt=3,ct=1,kwt=1,kt=18", true},
+      {{"one_block", 1, 16, 16, 1, {3, 3, 9}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=3,ct=1,kwt=1,kt=27", false},
+      {{"strided", 1, 16, 32, 1, {4, 5, 9}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+       "qt=3,ct=1", false},
+  };
+  const auto* s = sched::dx_tiled_schedule();
+  for (const Form& f : forms) {
+    const std::string d = s->describe(dx_problem(f.c, DType::kFloat32), {lower::host_target(), 2, f.variant});
+    EXPECT_EQ(d.find("output channels walked within their blocks") != std::string::npos, f.within)
+        << f.c.name << " " << d;
+    check_dx_case(f.c, DType::kFloat32, "dx_tiled", 50, false, {f.variant}, true);
+  }
+}
+
 void check_dx(int ci, DType dtype, const std::string& schedule) {
   check_dx_case(kCases[ci], dtype, schedule, 7 + ci, false);
 }
