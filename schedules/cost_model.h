@@ -89,7 +89,8 @@ struct Machine {
   double folded_fma_pipes = 0;
   /** Cycles of the multiply pipes a broadcast into a register takes beside the FMAs or dots it
    * feeds (a broadcast several of them share; one feeding a single FMA or dot is folded into
-   * it). 0 where a broadcast is a load (Intel); Zen 4 0.33 (calibrated). */
+   * it). 0 where a broadcast is a load (Intel); Zen 4 0.33 at 512 bits, Zen 1 0.06-0.13 at
+   * 256 (calibrated). */
   double register_broadcast_cycles = 0;
   /** 4-byte loads per cycle, the folded broadcasts' loads: bf16 dot tiles count them against
    * this beside the vector loads' load_pipes (FMA tiles measured otherwise: cost_model.cpp);
