@@ -126,10 +126,18 @@ CacheInfo host_cache(int level) {
   return {v > 0 ? int64_t(v) : 0, level == 3 ? cpus : 1};
 }
 
-std::string host_signature() {
-  return "family " + cpuinfo("cpu family") + " model " + cpuinfo("model\t") + " stepping " +
-         cpuinfo("stepping");
+namespace {
+
+/** Names c as this host: its model, CPUID signature and ISA flags (what the key is made of). */
+void stamp_host(Calibration& c) {
+  c.cpu_model = cpuinfo("model name");
+  // "model\t": the field "model", not "model name".
+  c.cpu_signature = "family " + cpuinfo("cpu family") + " model " + cpuinfo("model\t") +
+                    " stepping " + cpuinfo("stepping");
+  c.isa = isa_flags();
 }
+
+}  // namespace
 
 std::string key_of(const Calibration& c) {
   return c.cpu_model + " | " + c.cpu_signature + " | " + c.isa;
@@ -138,7 +146,7 @@ std::string key_of(const Calibration& c) {
 std::string host_key() {
   static const std::string key = [] {
     Calibration c;
-    c.cpu_model = cpuinfo("model name"), c.cpu_signature = host_signature(), c.isa = isa_flags();
+    stamp_host(c);
     return key_of(c);
   }();
   return key;
@@ -232,9 +240,7 @@ Calibration load_or_measure(const std::string& path, bool* measured) {
   if (err.empty()) lock = std::make_unique<support::FileLock>(path + ".lock");
   if (lock && read_stored(path, c)) return c;  // another process measured meanwhile
   c = measure_host();
-  c.cpu_model = cpuinfo("model name");
-  c.cpu_signature = host_signature();
-  c.isa = isa_flags();
+  stamp_host(c);
   if (measured) *measured = true;
   if (err.empty()) err = support::write_atomic(path, json::to_text(to_json(c)));
   // Keyed as the kernel cache's fallback: one unwritable directory is one warning.

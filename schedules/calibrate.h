@@ -76,7 +76,8 @@ std::string host_key();
 /** The key of a calibration's own fields (host_key() for one measured here). */
 std::string key_of(const Calibration& c);
 
-/** Runs the suite now: no storage, and no key (cpu_model, isa are load_or_measure's). */
+/** Runs the suite now: no storage, and no key (cpu_model, cpu_signature, isa are
+ * load_or_measure's). */
 Calibration measure_host();
 
 /** Where the host's calibration lives: beside TBEX_TUNING_DB when set, else

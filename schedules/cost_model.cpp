@@ -45,7 +45,8 @@ void apply(const Calibration& c, Machine& m) {
   if (m.lanes >= 16 && w.bcast_fma_per_cycle > 0) m.folded_fma_pipes = w.bcast_fma_per_cycle;
   // AVX2's VBROADCASTSS into a ymm takes the multiply pipes a little on Zen 1 (FMAs each fed by
   // one: 0.89-0.94 a cycle against 1.0): priced, tiles sharing their broadcasts over more FMAs
-  // rank ahead of those that tie on the FMA bound (c1 dX: row taps, 372 ms against 397).
+  // rank ahead of those that tie on the FMA bound (f dX: [qt=2,ct=2,kt=3] 46.3 ms over
+  // [qt=4,ct=1,kt=9] 48.0).
   if (w.reg_bcast_fma_per_cycle > 0)
     m.register_broadcast_cycles =
         std::max(0.0, 1.0 / w.reg_bcast_fma_per_cycle - 1.0 / w.fma_per_cycle);
