@@ -35,6 +35,15 @@ const TileSpace& space() {
   return s;
 }
 
+/** Loads per FMA of tiles of ct blocks x nt channels over a group's channels: each tile loads
+ * its ct blocks (w machine vectors each, counted twice: below) and broadcasts its channels; the
+ * last tile of a group takes the cout_g % nt channels left. */
+double loads_per_fma(const Problem& p, int ct, int nt, int w) {
+  const int64_t n = p.group.cout_g, full = n / nt, rest = n % nt;
+  const double loads = double(full) * (2 * ct * w + nt) + (rest ? 2 * ct * w + rest : 0);
+  return loads / (double(n) * ct * w);
+}
+
 /** The register tile with the fewest loads per FMA within the accumulators the target holds
  * (tile_accumulators; ties: more output channels, whose broadcasts share a cache line). A
  * 16-lane block is w machine vectors (AVX2: 2), each loaded and FMA'd; a broadcast serves all.
@@ -42,19 +51,30 @@ const TileSpace& space() {
  * position, where the broadcasts read the one dy line the tile's channels share. That ties 2
  * blocks x 8 channels with 4 x 4 (12 per 16 FMAs), and 2 x 8 ran faster on Emerald Rapids (d
  * dW: 2.81 against 2.94 ms at 1 thread, 1.44 against 1.51 at 2, 2.86 against 2.95 with one
- * row per chunk, f16 at 2 threads 1.77 against 1.80; 1 x 16, 17 loads, 15% slower). */
+ * row per chunk, f16 at 2 threads 1.77 against 1.80; 1 x 16, 17 loads, 15% slower).
+ * nt need not divide the group's channels: the last tile is shorter (its own loop, Halide
+ * peels it). AVX2's 16 ymm hold 1 block x 6 channels (12 accumulators) where 64 channels
+ * divide only into 4s (8): Zen 1, d dW, 1 thread, [ct=1,nt=6,ch=28] 11.8-11.9 ms against
+ * [ct=1,nt=4,ch=28] 12.3-12.5 and [ct=2,nt=2,ch=4] 12.6-12.9. */
 void choose_register_tile(const Problem& p, const Halide::Target& target, PwTiles& t) {
   const int w = vectors_per_c0(target);
   double best = 1e9;
   for (int ct = 1; ct <= 16; ++ct) {
     if (p.group.cin1_g % ct) continue;
-    for (int nt = tile_accumulators(target, ct) / ct; nt >= 1; --nt) {
-      if (p.group.cout_g % nt) continue;
-      const double cost = double(2 * ct * w + nt) / (ct * nt * w);
+    const int most = (int)std::min<int64_t>(tile_accumulators(target, ct) / ct, p.group.cout_g);
+    for (int nt = most; nt >= 1; --nt) {
+      const double cost = loads_per_fma(p, ct, nt, w);
       if (cost < best - 1e-9) best = cost, t.ct = ct, t.nt = nt;
-      break;  // the largest nt for this ct is its best
     }
   }
+}
+
+/** The tiles of t per real group, and of those the shorter last ones (cout_g % nt channels). */
+int64_t tiles_per_group(const Problem& p, const PwTiles& t) {
+  return (p.group.cin1_g / t.ct) * ceil_div(p.group.cout_g, t.nt);
+}
+int64_t short_tiles_per_group(const Problem& p, const PwTiles& t) {
+  return p.group.cout_g % t.nt ? p.group.cin1_g / t.ct : 0;
 }
 
 /** Rows per K chunk whose tile visit (ct blocks of x and the dy lines of nt channels) stays in
@@ -80,11 +100,11 @@ PwTiles choose_tiles(const Problem& p, const Context& ctx) {
   choose_register_tile(p, ctx.target, t);
   t.ch = l1_chunk(p, t, Machine::of(ctx.target));
   const VariantFields f = space().resolve(ctx.variant, {{"ct", &t.ct}, {"nt", &t.nt}, {"ch", &t.ch}});
-  space().require(p.group.cin1_g % t.ct == 0 && p.group.cout_g % t.nt == 0 && g.out[1] % t.ch == 0,
+  space().require(p.group.cin1_g % t.ct == 0 && t.nt <= p.group.cout_g && g.out[1] % t.ch == 0,
                   ctx.variant,
-                  "ct must divide cin1_g (" + std::to_string(p.group.cin1_g) + "), nt cout_g (" +
-                      std::to_string(p.group.cout_g) + ") and ch Ho (" + std::to_string(g.out[1]) + ")");
-  t.tiles = (p.group.cin1_g / t.ct) * (p.group.cout_g / t.nt) * p.group.real_g;
+                  "ct must divide cin1_g (" + std::to_string(p.group.cin1_g) + "), nt be at most cout_g (" +
+                      std::to_string(p.group.cout_g) + ") and ch divide Ho (" + std::to_string(g.out[1]) + ")");
+  t.tiles = tiles_per_group(p, t) * p.group.real_g;
   if (t.tiles < 8) t.parts = dw_parts(p, kDwSplitParts);  // few tiles: split K instead
   if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
   return t;
@@ -98,10 +118,20 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
   const ConvGeometry& g = p.geo;
   LoopNest n;
   n.threads = ctx.threads;
-  // Per position: ct x vectors, nt dy broadcasts (embedded in the FMAs), ct x nt FMAs.
-  n.tile = {double(t.ct * t.nt), double(t.ct + t.nt), t.ct * t.nt, t.ct + 1, 0, double(t.nt)};
+  // Per position: ct x vectors, nt dy broadcasts (embedded in the FMAs), ct x nt FMAs; the
+  // shorter last tile of a group (cout_g % nt channels) its own.
+  const auto tile_of = [&](int nt) {
+    return RegisterTile{double(t.ct * nt), double(t.ct + nt), t.ct * nt, t.ct + 1, 0, double(nt)};
+  };
+  n.tile = tile_of(t.nt);
   n.steps_per_visit = double(t.ch * g.out[2]);
-  n.visits = double(t.tiles) * g.n * g.out[0] * (g.out[1] / t.ch);
+  const double visits_per_tile = double(g.n) * g.out[0] * (g.out[1] / t.ch);
+  const int64_t short_tiles = short_tiles_per_group(p, t) * p.group.real_g;
+  n.visits = double(t.tiles - short_tiles) * visits_per_tile;
+  if (short_tiles) {
+    n.tail = tile_of((int)(p.group.cout_g % t.nt));
+    n.tail_visits = double(short_tiles) * visits_per_tile;
+  }
   // A visit streams ct blocks of x rows and the lines of dy holding its nt channels.
   n.visit_bytes = n.steps_per_visit * 64 * (t.ct + ceil_div(t.nt, 16));
   n.visit_footprint = (int64_t)n.visit_bytes;
@@ -148,8 +178,9 @@ class DwPointwise final : public DwSchedule {
   std::string describe(const Problem& p, const Context& ctx) const override {
     const PwTiles t = choose_tiles(p, ctx);
     std::ostringstream s;
-    s << "[" << key_of(t) << "] register tile " << t.ct << " blocks of 16c0 x " << t.nt << "n, "
-      << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
+    s << "[" << key_of(t) << "] register tile " << t.ct << " blocks of 16c0 x " << t.nt << "n"
+      << (p.group.cout_g % t.nt ? " (the last of a group " + std::to_string(p.group.cout_g % t.nt) + "n)" : "")
+      << ", " << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
       << p.geo.out[2] << " cols, "
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
       << (p.in_dtype == DType::kFloat32 ? "x and dy read in place" : "x and dy converted per chunk");
@@ -188,11 +219,18 @@ class DwPointwise final : public DwSchedule {
       t.ch = l2_chunk(p, m);
       list.push_back(t);
     }
+    // Each shape with the channels dividing the group's, and (AVX2) as many as it holds with a
+    // shorter last tile.
     for (auto [ct, nt] : shapes) {
       PwTiles t = d;
-      t.ct = largest_divisor_upto(p.group.cin1_g, ct), t.nt = largest_divisor_upto(p.group.cout_g, nt);
-      t.ch = l1_chunk(p, t, m);  // the chunk follows the tile's footprint
-      list.push_back(t);
+      t.ct = largest_divisor_upto(p.group.cin1_g, ct);
+      for (int64_t tnt : {(int64_t)largest_divisor_upto(p.group.cout_g, nt),
+                          ctx.target.has_feature(Target::AVX512) ? int64_t(0) : std::min<int64_t>(nt, p.group.cout_g)}) {
+        if (tnt < 1) continue;
+        t.nt = (int)tnt;
+        t.ch = l1_chunk(p, t, m);  // the chunk follows the tile's footprint
+        list.push_back(t);
+      }
     }
     for (int64_t ch : {(int64_t)d.ch * 2, (int64_t)d.ch / 2}) {
       PwTiles t = d;
@@ -210,7 +248,10 @@ class DwPointwise final : public DwSchedule {
     DwReduction red = tiled_dw_reduction(a, p, t.parts, t.ch);
     Var no("no"), ni("ni"), co("co"), ci("ci");
     Stage s = red.body.update();
-    s.split(n, no, ni, t.nt)
+    // A shorter last tile (nt not dividing the group's channels) computes only its channels
+    // (guarded); its partial sums keep the full tile's storage (a stack array, not a heap one
+    // per visit: 10% of d dW's time went to malloc and free without the bound).
+    s.split(n, no, ni, t.nt, TailStrategy::GuardWithIf)
         .split(c1g, co, ci, t.ct)
         .reorder(c0, ni, ci, no, co, a.kw, a.kh, a.kd, a.g, red.chunk, red.mid, red.outer);
     // Output channels innermost among the tiles: a thread's tiles share its x blocks.
@@ -221,7 +262,7 @@ class DwPointwise final : public DwSchedule {
       a.xr.compute_at(red.body, red.chunk).vectorize(c0);
       a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     }
-    red.intm.compute_at(red.body, tgi).vectorize(c0).unroll(n).unroll(c1g);
+    red.intm.compute_at(red.body, tgi).bound_storage(n, t.nt).vectorize(c0).unroll(n).unroll(c1g);
     red.intm.update().reorder(c0, n, c1g, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(c1g);
 
     stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});

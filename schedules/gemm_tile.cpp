@@ -43,15 +43,30 @@ bool all_weights_stay_in_l1(const GemmShape& s, const GemmTiles& t, const Machin
                             false);
 }
 
+/** Whether t's accumulators hide the FMA latency with room to spare on m (a quarter more than
+ * the latency x pipes FMAs in flight): then the row taps' deeper chains (kwt FMAs into each
+ * accumulator per step) do not wait, and their fewer loads and steps per FMA pay. With exactly
+ * as many, one tap at a time ran faster: e1 dX on a Zen 3 (8 ymm = latency 4 x 2 pipes),
+ * [qt=4,ct=1] 8.7 ms with kwt=3 against 7.8. Zen 1 (latency 5 x 1 pipe), the same 8 ymm:
+ * kwt=3 ahead on every unit-stride dX row at 1 thread, c1 372 against 397 ms, f 44.8-45.3
+ * against 48.3-48.6, e1 16.0 against 16.7 (2 threads 8.3 against 8.6-9.2). */
+bool row_taps_hide_latency(const GemmShape& s, const GemmTiles& t, const Machine& m) {
+  const double accumulators = double(t.qt) * t.ct * vectors_per_c0(s.target);
+  return accumulators >= 1.25 * m.fma_latency * m.fma_pipes;
+}
+
 /** The row taps a tile takes per step by default: all wherever they fit, except on AVX2 where a
- * block's weights stay in L1 unchunked. There every operand is L1-fed, one tap at a time is not
+ * block's weights stay in L1 unchunked and the accumulators do not hide the FMA latency with
+ * room to spare (row_taps_hide_latency). There every operand is L1-fed, one tap at a time is not
  * load-bound (the cost model ties the two) and the row-taps tile, its 16 ymm all live, measured
  * slower: e1 dX on a Zen 3 (27 KB per block), [qt=4,ct=1] 8.7 ms with kwt=3 against 7.8 one
  * tap at a time. Where the weights stream (b_c3d: 221 KB per block, in chunks of a kernel row)
  * the shared broadcasts paid: 543-595 against 575-790 ms. Both stay candidates. */
 int own_kwt(const GemmShape& s, const GemmTiles& t) {
   if (!row_taps_fit(s, t)) return 1;
-  return vectors_per_c0(s.target) == 1 || !all_weights_stay_in_l1(s, t, Machine::of(s.target))
+  const Machine m = Machine::of(s.target);
+  return vectors_per_c0(s.target) == 1 || !all_weights_stay_in_l1(s, t, m) ||
+                 row_taps_hide_latency(s, t, m)
              ? s.row_taps
              : 1;
 }
@@ -122,8 +137,21 @@ GemmTiles choose_gemm_tiles(const GemmShape& s, const std::string& variant) {
   const int64_t qmax = max_qt(t.pair, t.ct, s.target);
   // Covering: fewest tiles along the row, then the narrowest that still covers it in that many
   // (a row of 17 is 3 tiles of 6, not 2 of 8 and a shifted third recomputing 7 positions).
-  t.qt = s.cover_row ? (int)ceil_div(s.row, ceil_div(s.row, qmax))
-                     : (int)std::max<int64_t>(1, std::min<int64_t>(qmax, s.row));
+  const auto fitted = [&](int64_t widest) {
+    return s.cover_row ? (int)ceil_div(s.row, ceil_div(s.row, widest))
+                       : (int)std::max<int64_t>(1, std::min<int64_t>(widest, s.row));
+  };
+  t.qt = fitted(qmax);
+  // Where the row taps hide the FMA latency (row_taps_hide_latency: own_kwt takes them), the own
+  // tile is the widest that holds them: Zen 1's c1 dX [qt=4,kwt=3] 372 ms against [qt=6,kwt=1]
+  // 397. (Where only the streaming weights make row taps the own choice, the widest tile keeps
+  // one tap at a time: b_c3d's [qt=6,kwt=1] ran at the FMA peak there.)
+  if (!asked.count("kwt") && vectors_per_c0(s.target) > 1 && !row_taps_fit(s, t)) {
+    GemmTiles r = t;
+    while (r.qt > 1 && !row_taps_fit(s, r)) --r.qt;
+    r.qt = fitted(r.qt);
+    if (row_taps_fit(s, r) && row_taps_hide_latency(s, r, Machine::of(s.target))) t.qt = r.qt;
+  }
   const VariantFields f = space.resolve(variant, {{"qt", &t.qt}, {"ct", &t.ct}});
   space.require(s.blocks % (f.count("ct") ? t.ct : 1) == 0 && (!f.count("qt") || t.qt <= s.row),
                 variant,

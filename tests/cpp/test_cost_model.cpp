@@ -13,11 +13,14 @@
 #include <cstdlib>
 #include <string>
 
+#include "schedules/calibrate.h"
 #include "schedules/cost_model.h"
 #include "schedules/loops.h"
 #include "schedules/registry.h"
 #include "schedules/tiling.h"
 #include "ops/ops.h"
+#include "support/files.h"
+#include "support/json.h"
 #include "tbex/knobs.h"
 #include "tbex/tbex.h"
 #include "tbex/tune.h"
@@ -223,7 +226,10 @@ TEST(CostModel, PredictionsScaleWithWorkAndThreads) {
 
 TEST(CostModel, OwnTilesFitTheTargetsRegisterFile) {
   // The schedules' own tiles for an AVX2 target (16 ymm, two per 16-lane vector) need no more
-  // registers than the file holds; for AVX-512 they stay the tiles measured there.
+  // registers than the file holds; for AVX-512 they stay the tiles measured there. The built-in
+  // constants (2 FMA pipes, latency 4): a host whose FMA latency has slack takes row taps
+  // (DxRowTapsWhereTheAccumulatorsHideTheFmaLatency).
+  knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
   const Halide::Target avx512("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512");
   const Conv k1x1{2, 256, 8, 28, 28, 64, {1, 1, 1}, {1, 1, 1}, 0};
@@ -252,6 +258,7 @@ TEST(CostModel, OwnTilesFitTheTargetsRegisterFile) {
             std::string::npos);
   EXPECT_NE(sched::dx_tiled_schedule()->describe(dx_problem(kLarge), {avx2, 1, ""}).find("[qt=6,ct=1,kwt=1,"),
             std::string::npos);
+  knobs::unset("TBEX_CALIBRATE");
 }
 
 TEST(CostModel, DxTilesOnAvx2WhereTheWeightsStayInL1) {
@@ -260,7 +267,8 @@ TEST(CostModel, DxTilesOnAvx2WhereTheWeightsStayInL1) {
   // covering the row of 28 exactly ranks ahead of the widest one, whose last tile recomputes 2
   // positions, by more than select's tie margin (2%): the weights are charged once per row,
   // not per visit. Where a block's weights stream (kLarge: 128 output channels), tiles keep
-  // the row taps by default.
+  // the row taps by default. The built-in constants: exactly latency x pipes accumulators.
+  knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target avx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
   const Conv grouped{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
   const auto* s = sched::dx_tiled_schedule();
@@ -282,6 +290,53 @@ TEST(CostModel, DxTilesOnAvx2WhereTheWeightsStayInL1) {
   EXPECT_LT(exact, 0.98 * own) << exact << " vs " << own;
   const std::string large = first_of(s->candidates(dx_problem(kLarge), ctx), "qt=4,ct=1,");
   EXPECT_EQ(large.rfind("qt=4,ct=1,kwt=3,", 0), 0u) << large;
+  knobs::unset("TBEX_CALIBRATE");
+}
+
+/** The host's calibration with its 256-bit FMA rate and latency replaced, stored in a directory
+ * of its own and made the process's (TBEX_TUNING_DB beside it): how a test prices the host
+ * target as another AVX2 core would. */
+void calibrate_as(const std::string& name, double fma_per_cycle, double fma_latency) {
+  const std::string dir = ::testing::TempDir() + "tbex_cm_" + std::to_string(::getpid()) + "_" + name;
+  ASSERT_EQ(support::make_dirs(dir), "");
+  static const sched::Calibration measured = sched::load_or_measure(dir + "/measured.json");
+  sched::Calibration c = measured;
+  c.w256.fma_per_cycle = c.w256.bcast_fma_per_cycle = c.w256.reg_bcast_fma_per_cycle = fma_per_cycle;
+  c.w256.fma_latency = fma_latency;
+  ASSERT_EQ(support::write_atomic(dir + "/machine.json", json::to_text(sched::to_json(c))), "");
+  knobs::set("TBEX_TUNING_DB", dir + "/tuning.json");
+  knobs::set("TBEX_CALIBRATE", "1");
+}
+
+TEST(CostModel, DxRowTapsWhereTheAccumulatorsHideTheFmaLatency) {
+  // e1's grouped dX on AVX2, its block weights in L1. Where the tile's 8 ymm accumulators are
+  // exactly the FMAs in flight the latency needs (a Zen 3: latency 4 x 2 pipes), one tap at a
+  // time is the own choice at the widest tile (measured faster there); where they hide it with
+  // room to spare (Zen 1: latency 5 x 1 pipe), the own tile is the widest holding the row taps
+  // (kwt=3 ran 4-7% ahead on every unit-stride dX row), and both stay candidates.
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "the host has no AVX2 + FMA: its calibration has no 256-bit rates";
+  const Halide::Target avx2("x86-64-linux-sse41-avx-avx2-f16c-fma");
+  const Conv grouped{2, 64, 8, 28, 28, 64, {3, 3, 3}, {1, 1, 1}, 1, 4};
+  const auto* s = sched::dx_tiled_schedule();
+  const Problem p = dx_problem(grouped);
+  const sched::Context ctx{avx2, 1, ""};
+  const auto has = [&](const std::string& key) {
+    const auto keys = s->candidates(p, ctx);
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  calibrate_as("zen3", 2.0, 4.0);
+  EXPECT_NE(s->describe(p, ctx).find("[qt=6,ct=1,kwt=1,"), std::string::npos) << s->describe(p, ctx);
+  EXPECT_TRUE(has("qt=4,ct=1,kwt=3,kt=27,hb=28"));
+  calibrate_as("zen1", 1.0, 5.0);
+  EXPECT_NE(s->describe(p, ctx).find("[qt=4,ct=1,kwt=3,"), std::string::npos) << s->describe(p, ctx);
+  EXPECT_TRUE(has("qt=4,ct=1,kwt=1,kt=27,hb=28"));
+  // An asked tile keeps its own width; a tile too narrow to hide the latency keeps one tap.
+  EXPECT_NE(s->describe(p, {avx2, 1, "qt=6,ct=1"}).find("[qt=6,ct=1,kwt=1,"), std::string::npos);
+  EXPECT_NE(s->describe(p, {avx2, 1, "qt=2,ct=1"}).find("[qt=2,ct=1,kwt=1,"), std::string::npos);
+  knobs::unset("TBEX_TUNING_DB");
+  knobs::unset("TBEX_CALIBRATE");
 }
 
 TEST(CostModel, DxRowGroupsWhereBlocksTakeTurnsOnASlice) {

@@ -103,29 +103,35 @@ TEST_P(VariantTest, DwTiledMatchesReference) {
   check_dw(ci, dtype, "dw_tiled");
 }
 
-/** The dW problem of kCases[ci] with `dtype` operands, without data. */
-Problem dw_problem_of(int ci, DType dtype = DType::kFloat32) {
-  const Case& c = kCases[ci];
+/** The dW problem of case `c` with `dtype` operands, without data. */
+Problem dw_problem(const Case& c, DType dtype = DType::kFloat32) {
   const ConvGeometry g = geometry(c);
   return make_backprop_filter_problem(shape_6hd(x_dims(g)), dtype, shape_6hd(y_dims(g)), dtype,
                                       {c.cout, c.k[0], g.cin_pg(), c.k[1], c.k[2]},
                                       para_for(c, false));
 }
 
-void check_dw(int ci, DType dtype, const std::string& schedule, const std::vector<std::string>& extra) {
-  const Case& c = kCases[ci];
+/** The dW problem of kCases[ci]. */
+Problem dw_problem_of(int ci, DType dtype = DType::kFloat32) { return dw_problem(kCases[ci], dtype); }
+
+void check_dw_case(const Case& c, DType dtype, const std::string& schedule, uint32_t seed,
+                   const std::vector<std::string>& extra = {}, bool extra_only = false) {
   const ConvGeometry g = geometry(c);
-  auto x = random_eighths(numel(x_dims(g)), 1 + ci);
-  auto dy = random_eighths(numel(y_dims(g)), 100 + ci);
+  auto x = random_eighths(numel(x_dims(g)), seed);
+  auto dy = random_eighths(numel(y_dims(g)), 99 + seed);
   const auto x6 = to_6hd(x, x_dims(g), dtype), y6 = to_6hd(dy, y_dims(g), dtype);
   const Dims5 wd = w_dims(g);
-  check_variants(dw_problem_of(ci, dtype), schedule, {x6.data(), y6.data()}, test::ref_dw(g, x, dy),
+  check_variants(dw_problem(c, dtype), schedule, {x6.data(), y6.data()}, test::ref_dw(g, x, dy),
                  [&](const std::vector<float>& out) {
                    std::vector<float> w(numel(wd));
                    oidhw_from_fz3d(out.data(), w.data(), wd, c.groups, 4);
                    return std::vector<double>(w.begin(), w.end());
                  },
-                 extra);
+                 extra, extra_only);
+}
+
+void check_dw(int ci, DType dtype, const std::string& schedule, const std::vector<std::string>& extra) {
+  check_dw_case(kCases[ci], dtype, schedule, 1 + ci, extra);
 }
 
 // fp32 x read in place (x=1) or staged (x=2) where both apply: "plain" and "grouped" leave every
@@ -449,6 +455,31 @@ TEST(Variants, DxPointwiseMatchesReference) {
   for (const Case& c : pw)
     for (DType dtype : {DType::kFloat32, DType::kBFloat16})
       check_dx_case(c, dtype, "dx_pointwise", 23, true);
+}
+
+// dw_pointwise's register tiles whose channels do not divide the group's: the last tile of each
+// group is shorter (guarded), alone or beside full ones, with one or several input blocks, a
+// split reduction, groups and 16-bit inputs; and the tiles the schedule lists (AVX2: as many
+// channels as 16 ymm hold, 6 of 64, with a shorter last tile).
+TEST(Variants, DwPointwiseShortLastTiles) {
+  const Case ragged{"pw_ragged", 2, 48, 40, 1, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const Case grouped{"pw_grouped", 1, 32, 48, 2, {2, 4, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const Case wide{"pw_64", 1, 32, 64, 1, {2, 4, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const auto* s = sched::dw_pointwise_schedule();
+  // (A group's channels are its 16-lane blocks': 40 output channels are 48.)
+  const std::string d = s->describe(dw_problem(ragged), {lower::host_target(), 2, "ct=1,nt=5,ch=1,parts=1"});
+  EXPECT_NE(d.find("16c0 x 5n (the last of a group 3n), 30 tiles"), std::string::npos) << d;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    check_dw_case(ragged, dtype, "dw_pointwise", 61,
+                  {"ct=1,nt=5,ch=1,parts=1", "ct=3,nt=5,ch=5,parts=1", "ct=1,nt=7,ch=1,parts=2",
+                   "ct=1,nt=40,ch=1,parts=1"},
+                  true);
+    check_dw_case(grouped, dtype, "dw_pointwise", 62, {"ct=1,nt=5,ch=2,parts=1", "ct=1,nt=7,ch=4,parts=1"}, true);
+  }
+  check_dw_case(wide, DType::kFloat32, "dw_pointwise", 63, {"ct=1,nt=6,ch=4,parts=1"});
+  // At most the group's channels.
+  EXPECT_THROW(compile(dw_problem(ragged), CompileOptions{"dw_pointwise", "ct=1,nt=49,ch=1,parts=1"}),
+               UserError);
 }
 
 TEST(Variants, DiagMatchesReference) {
