@@ -263,7 +263,20 @@ class DwPointwise final : public DwSchedule {
       a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     }
     red.intm.compute_at(red.body, tgi).bound_storage(n, t.nt).vectorize(c0).unroll(n).unroll(c1g);
-    red.intm.update().reorder(c0, n, c1g, a.r[0], red.rows).vectorize(c0).unroll(n).unroll(c1g);
+    // Two positions of a row per step where the row is even: a row's loop then exits after
+    // half the trips. Zen 1 mispredicts the exit of a loop of 28 trips (an inline-assembly nest
+    // of 8-FMA steps: 0.96-0.98 FMAs a cycle at 32 trips a row, 1.02-1.03 at 16 and at 128):
+    // d dW [ct=1,nt=6,ch=4] 11.8-12.3 ms against 12.5-12.8 one position a step, [ch=28]
+    // 11.1-11.4 against 11.7-12.3. (dw_tiled's rows, left one position a step, were not
+    // measured apart from the host's noise.)
+    Stage intm_update = red.intm.update();
+    if (p.geo.out[2] % 2 == 0) {
+      RVar pair_o("rpo"), pair_i("rpi");
+      intm_update.split(a.r[0], pair_o, pair_i, 2).reorder(c0, n, c1g, pair_i, pair_o, red.rows).unroll(pair_i);
+    } else {
+      intm_update.reorder(c0, n, c1g, a.r[0], red.rows);
+    }
+    intm_update.vectorize(c0).unroll(n).unroll(c1g);
 
     stage_root(a.out, c0, 0, {a.kd, a.g}, {"kdg"});
   }
