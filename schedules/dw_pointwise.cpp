@@ -52,8 +52,8 @@ double loads_per_fma(const Problem& p, int ct, int nt, int w) {
  * blocks x 8 channels with 4 x 4 (12 per 16 FMAs), and 2 x 8 ran faster on Emerald Rapids (d
  * dW: 2.81 against 2.94 ms at 1 thread, 1.44 against 1.51 at 2, 2.86 against 2.95 with one
  * row per chunk, f16 at 2 threads 1.77 against 1.80; 1 x 16, 17 loads, 15% slower).
- * nt need not divide the group's channels: the last tile is shorter (its own loop, Halide
- * peels it). AVX2's 16 ymm hold 1 block x 6 channels (12 accumulators) where 64 channels
+ * nt need not divide the group's channels: the last tile of a group is shorter (guarded, see
+ * apply). AVX2's 16 ymm hold 1 block x 6 channels (12 accumulators) where 64 channels
  * divide only into 4s (8): Zen 1, d dW, 1 thread, [ct=1,nt=6,ch=28] 11.8-11.9 ms against
  * [ct=1,nt=4,ch=28] 12.3-12.5 and [ct=2,nt=2,ch=4] 12.6-12.9. */
 void choose_register_tile(const Problem& p, const Halide::Target& target, PwTiles& t) {
@@ -231,10 +231,10 @@ class DwPointwise final : public DwSchedule {
     for (auto [ct, nt] : shapes) {
       PwTiles t = d;
       t.ct = largest_divisor_upto(p.group.cin1_g, ct);
-      for (int64_t tnt : {(int64_t)largest_divisor_upto(p.group.cout_g, nt),
-                          ctx.target.has_feature(Target::AVX512) ? int64_t(0) : std::min<int64_t>(nt, p.group.cout_g)}) {
-        if (tnt < 1) continue;
-        t.nt = (int)tnt;
+      std::vector<int> nts{largest_divisor_upto(p.group.cout_g, nt)};
+      if (!ctx.target.has_feature(Target::AVX512)) nts.push_back((int)std::min<int64_t>(nt, p.group.cout_g));
+      for (int tnt : nts) {
+        t.nt = tnt;
         t.ch = l1_chunk(p, t, m);  // the chunk follows the tile's footprint
         list.push_back(t);
       }
