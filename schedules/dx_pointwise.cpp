@@ -141,15 +141,21 @@ class DxPointwise final : public DxSchedule {
     n.visit_footprint = (int64_t)n.visit_bytes + t.ct * 64 * p.group.cout_g;
     n.chunk_footprint = g.in[1] * g.in[2] * g.cout1() * 64 + t.ct * 64 * p.group.cout_g;
     n.units = per_slab(p, ctx, t) ? slabs : units;
-    // Passes: the weights staged in fp32, dy converted once per unit when 16-bit (dx is stored
-    // from the tiles, as in dx_tiled).
-    n.pass_bytes = dw_out_elems(p) * (input_bytes(p) + 4) +
-                   (p.in_dtype != DType::kFloat32
-                        ? dy_elems(p) * (input_bytes(p) + 4) *
-                              (per_slab(p, ctx, t) ? 1.0 : double(g.cin1() / t.ct))
-                        : 0);
+    // Passes: the weights staged in fp32 (dx is stored from the tiles, as in dx_tiled). 16-bit
+    // dy is converted per unit into a slab's buffer that stays in cache (a slab's fp32 dy is
+    // H*W*Cout*4 bytes), so it is priced as dx_tiled's rows converted as the tiles reach them:
+    // dy read once from memory, a conversion and a store per vector each time it is converted.
+    // Priced as a whole pass over memory instead, d dX f16 (4.9 MB) came out a DRAM pass at 2
+    // threads and lost to dx_tiled, which measured 6.3 ms against dx_pointwise's 5.9 (Zen 1).
+    const Machine& m = Machine::of(ctx.target);
+    n.pass_bytes = dw_out_elems(p) * (input_bytes(p) + 4);
+    if (p.in_dtype != DType::kFloat32) {
+      const double conversions = per_slab(p, ctx, t) ? 1.0 : double(g.cin1() / t.ct);
+      n.pass_bytes += dy_elems(p) * input_bytes(p);
+      n.pass_ops = 2 * dy_elems(p) * conversions / m.lanes;
+    }
     n.lane_use = lane_use_of(g.flops(), n);
-    return evaluate(n, Machine::of(ctx.target));
+    return evaluate(n, m);
   }
 
   void apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) const override {
