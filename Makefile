@@ -21,7 +21,7 @@ test-cpp: build
 	.venv/bin/ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 test-py: build
-	$(PY) -m pytest -q tests/python
+	$(PY) -m pytest -q -n $(JOBS) tests/python
 
 # Includes only point to the same or a lower layer (the build enforces it too).
 check-layers:
