@@ -329,9 +329,14 @@ TEST(CostModel, DxRowTapsWhereTheAccumulatorsHideTheFmaLatency) {
   calibrate_as("zen3", 2.0, 4.0);
   EXPECT_NE(s->describe(p, ctx).find("[qt=6,ct=1,kwt=1,"), std::string::npos) << s->describe(p, ctx);
   EXPECT_TRUE(has("qt=4,ct=1,kwt=3,kt=27,hb=28"));
+  // 6 ymm accumulators (qt=3): 0.75x Zen 3's latency x pipes, one tap at a time.
+  EXPECT_NE(s->describe(p, {avx2, 1, "qt=3,ct=1"}).find("[qt=3,ct=1,kwt=1,"), std::string::npos);
   calibrate_as("zen1", 1.0, 5.0);
   EXPECT_NE(s->describe(p, ctx).find("[qt=4,ct=1,kwt=3,"), std::string::npos) << s->describe(p, ctx);
   EXPECT_TRUE(has("qt=4,ct=1,kwt=1,kt=27,hb=28"));
+  // 6 ymm on Zen 1: 1.2x its latency x pipe, room enough (f dX's dilated row measured so).
+  EXPECT_NE(s->describe(p, {avx2, 1, "qt=3,ct=1"}).find("[qt=3,ct=1,kwt=3,"), std::string::npos)
+      << s->describe(p, {avx2, 1, "qt=3,ct=1"});
   // An asked tile keeps its own width; a tile too narrow to hide the latency keeps one tap.
   EXPECT_NE(s->describe(p, {avx2, 1, "qt=6,ct=1"}).find("[qt=6,ct=1,kwt=1,"), std::string::npos);
   EXPECT_NE(s->describe(p, {avx2, 1, "qt=2,ct=1"}).find("[qt=2,ct=1,kwt=1,"), std::string::npos);
