@@ -135,12 +135,21 @@ int64_t chunk_x_bytes(const Problem& p, const DwTiles& t, int64_t db) {
  * tiles cut across blocks: per chunk there. */
 bool x_per_block_applies(const DwTiles& t) { return t.pair != 1 && t.parts > 1; }
 
-/** Bytes such a chunk stages and every tile passes over: its x and its dy rows (every output
- * channel). Staged per input block (x_per_block_applies), the tiles pass over one block's x at
- * a time. */
+/** Bytes of a chunk that must stay in cache while its tiles pass over it. Staged whole, the
+ * chunk's x (every block, written before the tiles read it) and its dy rows (every output
+ * channel). Staged per input block (x_per_block_applies), one block's x at a time. Read in
+ * place (fp32, !stage_x), the tiles read x where it lies, in the order of spread_tiles (output
+ * channels innermost, then the kw and kh taps, the block, the kd tap, the real group): between
+ * reuses a block's rows of one depth slice and the real group's dy rows, the rest each read once
+ * from where it lies. Counted whole there, e1 dW's 14-row chunks (468 KB) were priced from L3
+ * and ranked last; they ran fastest (Zen 1, [nt=4,kwt=1,x=1]: 1 thread 17.7-18.4 ms against
+ * 18.0-18.3 for 7 rows and 18.7-18.9 for the own 4; 2 threads 8.9-9.0 against 9.2-9.3 and
+ * 9.5). */
 int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
+  const int64_t dy_row = t.ch * dw_pair_points(t.pair) * p.geo.out[2] * 64;
+  if (!t.stage_x) return block_x_bytes(p, t) + dy_row * (p.geo.cout1() / p.group.real_g);
   const int64_t x = x_per_block_applies(t) ? block_x_bytes(p, t) : chunk_x_bytes(p, t, db);
-  return x + db * t.ch * dw_pair_points(t.pair) * p.geo.out[2] * 64 * p.geo.cout1();
+  return x + db * dy_row * p.geo.cout1();
 }
 
 /** The depth slices per chunk the schedule picks: the most (dividing the part's depth) whose
