@@ -147,7 +147,7 @@ bool x_per_block_applies(const DwTiles& t) { return t.pair != 1 && t.parts > 1; 
  * 9.5). */
 int64_t chunk_footprint(const Problem& p, const DwTiles& t, int64_t db) {
   const int64_t dy_row = t.ch * dw_pair_points(t.pair) * p.geo.out[2] * 64;
-  if (!t.stage_x) return block_x_bytes(p, t) + dy_row * (p.geo.cout1() / p.group.real_g);
+  if (!t.stage_x) return block_x_bytes(p, t) + dy_row * ceil_div(p.group.cout_g, int64_t(16));
   const int64_t x = x_per_block_applies(t) ? block_x_bytes(p, t) : chunk_x_bytes(p, t, db);
   return x + db * dy_row * p.geo.cout1();
 }
