@@ -16,6 +16,7 @@
 #include "tbex/errors.h"
 #include "tbex/knobs.h"
 #include "tbex/log.h"
+#include "tbex/thread_pool.h"
 
 namespace tbex::sched {
 namespace {
@@ -219,6 +220,14 @@ bool read_stored(const std::string& path, Calibration& out) {
     const json::Value v = json::parse(text, path);
     if (json::as_string(json::member(v, "key", path), path) != host_key()) return false;
     out = calibration_from_json(v, path);
+    // Measured at another thread count: a VM given more cores, or a suite that read the "all
+    // threads" figures at the pool's size then (1 under TBEX_NUM_THREADS=1).
+    if (out.threads != max_threads()) {
+      if (log::enabled("calibrate"))
+        log::print("calibrate", path + " was measured at " + std::to_string(out.threads) +
+                                    " threads, this host has " + std::to_string(max_threads()));
+      return false;
+    }
     return true;
   } catch (const UserError& e) {
     if (log::enabled("calibrate")) log::print("calibrate", path + " unusable (" + e.what() + ")");

@@ -38,7 +38,7 @@ struct Calibration {
   std::string isa;        ///< the vector ISA flags that matter to tbex, space-separated
   double ghz = 0;         ///< the dependent-add clock
   WidthRates w256, w512;
-  int threads = 1;        ///< the pool's thread count the *_mt bandwidths ran at
+  int threads = 1;        ///< every core (max_threads()): the *_mt bandwidths and the fork ran at it
   /** Read bandwidth, bytes per cycle per core, from L1, L2, L3, DRAM: one thread alone, and
    * each of `threads` threads streaming at once. */
   double bw1[4] = {0, 0, 0, 0}, bw_mt[4] = {0, 0, 0, 0};

@@ -233,46 +233,59 @@ Calibration measure_host() {
   if (__builtin_cpu_supports("avx512f") && cpu_has_avx512_bf16())
     c.bf16_dot_per_cycle = rate(z_dot, small, c.ghz);
 
-  c.threads = std::max(1, num_threads());
-  if (__builtin_cpu_supports("avx2")) {
-    const CacheInfo c1 = host_cache(1), c2 = host_cache(2);
-    const long l1 = c1.bytes > 0 ? long(c1.bytes) : 32l << 10;
-    const long l2 = std::max(4 * l1, c2.bytes > 0 ? long(c2.bytes) : 1l << 20);
-    const long l3 = long(host_cache(3).bytes);
-    const long dram = std::min<long>(256l << 20, std::max<long>(64l << 20, 4 * l3));
-    // One buffer, zeroed once (page faults out of the timings); levels read slices of it.
-    const long total = dram + 256;
-    char* raw = static_cast<char*>(std::malloc(total));
-    char* buf = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + 255) & ~uintptr_t(255));
-    std::memset(buf, 1, dram);
-    const int tc[2] = {1, c.threads};
-    for (int i = 0; i < 2; ++i) {
-      double* bw = i == 0 ? c.bw1 : c.bw_mt;
-      const int t = tc[i];
-      bw[0] = read_bw(buf, (l1 / 2) & ~255l, t, c.ghz);
-      bw[1] = read_bw(buf, (l2 / 2) & ~255l, t, c.ghz);
-      // L3: 2-4x past the private L2, within half this thread's share of the L3 (else the
-      // L3 is no bigger than the L2s and streams at DRAM speed).
-      const long l3_slice = std::min(l3 / t / 2, 4 * l2) & ~255l;
-      bw[3] = read_bw(buf, (dram / t) & ~255l, t, c.ghz);
-      bw[2] = l3_slice >= 2 * l2 ? read_bw(buf, l3_slice, t, c.ghz) : bw[3];
+  // The memory levels and the fork on a thread of their own, the pool sized to every core
+  // meanwhile: the "all threads" readings are the host's whatever size the pool has now (a
+  // process whose first ranking ran at TBEX_NUM_THREADS=1 stored 1-thread readings as them, and
+  // its 2-thread rankings priced the L3, DRAM and the fork as one thread's), and the caller's
+  // own parallel loops may run serially (an Ascend C core under SerialScope).
+  std::thread([&c] {
+    const int was = num_threads();
+    set_num_threads(0);
+    c.threads = num_threads();
+    if (__builtin_cpu_supports("avx2")) {
+      const CacheInfo c1 = host_cache(1), c2 = host_cache(2);
+      const long l1 = c1.bytes > 0 ? long(c1.bytes) : 32l << 10;
+      const long l2 = std::max(4 * l1, c2.bytes > 0 ? long(c2.bytes) : 1l << 20);
+      const long l3 = long(host_cache(3).bytes);
+      const long dram = std::min<long>(256l << 20, std::max<long>(64l << 20, 4 * l3));
+      // One buffer, zeroed once (page faults out of the timings); levels read slices of it.
+      const long total = dram + 256;
+      char* raw = static_cast<char*>(std::malloc(total));
+      char* buf =
+          reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + 255) & ~uintptr_t(255));
+      std::memset(buf, 1, dram);
+      const int tc[2] = {1, c.threads};
+      for (int i = 0; i < 2; ++i) {
+        double* bw = i == 0 ? c.bw1 : c.bw_mt;
+        const int t = tc[i];
+        bw[0] = read_bw(buf, (l1 / 2) & ~255l, t, c.ghz);
+        bw[1] = read_bw(buf, (l2 / 2) & ~255l, t, c.ghz);
+        // L3: 2-4x past the private L2, within half this thread's share of the L3 (else the
+        // L3 is no bigger than the L2s and streams at DRAM speed).
+        const long l3_slice = std::min(l3 / t / 2, 4 * l2) & ~255l;
+        bw[3] = read_bw(buf, (dram / t) & ~255l, t, c.ghz);
+        bw[2] = l3_slice >= 2 * l2 ? read_bw(buf, l3_slice, t, c.ghz) : bw[3];
+      }
+      // Pages from the eighth to the half of the buffer: read by the DRAM stream above, since
+      // then pushed out of the caches by its rest and the L3 slices (the buffer's head).
+      c.dram_run_start_cycles =
+          dram_run_start(buf + dram / 8, dram / 2 - dram / 8, c.bw1[3], c.ghz);
+      std::free(raw);
     }
-    // Pages from the eighth to the half of the buffer: read by the DRAM stream above, since
-    // then pushed out of the caches by its rest and the L3 slices (the buffer's head).
-    c.dram_run_start_cycles = dram_run_start(buf + dram / 8, dram / 2 - dram / 8, c.bw1[3], c.ghz);
-    std::free(raw);
-  }
+
+    // Fork and join of an empty parallel-for as wide as the pool.
+    auto empty = [](void*, int, uint8_t*) { return 0; };
+    const int reps = 200;
+    parallel_for(nullptr, empty, 0, c.threads, nullptr);
+    c.parallel_for_cycles =
+        best_of(3, [&] {
+          for (int i = 0; i < reps; ++i) parallel_for(nullptr, empty, 0, c.threads, nullptr);
+        }) / reps * c.ghz * 1e9;
+    set_num_threads(was);
+  }).join();
 
   if (cpu_has_amx_bf16() && amx_tiles_permitted()) c.tile_multiply_cycles = tile_chain_cycles(c.ghz);
 
-  // Fork and join of an empty parallel-for as wide as the pool.
-  auto empty = [](void*, int, uint8_t*) { return 0; };
-  const int reps = 200;
-  parallel_for(nullptr, empty, 0, c.threads, nullptr);
-  c.parallel_for_cycles =
-      best_of(3, [&] {
-        for (int i = 0; i < reps; ++i) parallel_for(nullptr, empty, 0, c.threads, nullptr);
-      }) / reps * c.ghz * 1e9;
   c.seconds = now() - t0;
   return c;
 }

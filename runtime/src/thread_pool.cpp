@@ -182,6 +182,8 @@ void set_num_threads(int n) {
 
 int num_threads() { return pool().workers() + 1; }
 
+int max_threads() { return hardware_threads(); }
+
 int parallel_for(void* ctx, int (*task)(void*, int, uint8_t*), int min, int extent,
                  uint8_t* closure) {
   return pool().run(ctx, task, min, extent, closure);

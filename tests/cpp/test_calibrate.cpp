@@ -11,6 +11,7 @@
 #include "schedules/cost_model.h"
 #include "support/files.h"
 #include "tbex/knobs.h"
+#include "tbex/thread_pool.h"
 
 namespace tbex {
 namespace {
@@ -108,6 +109,36 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   support::write_text(path, json::to_text(bad));
   sched::load_or_measure(path, &measured);
   EXPECT_TRUE(measured);
+  ::unlink(path.c_str());
+}
+
+// The "all threads" readings and the fork are every core's whatever size the pool has when the
+// suite runs (a process ranking its first problem at TBEX_NUM_THREADS=1 stored 1-thread
+// readings as them), the pool is left at the caller's size, and a file measured at another
+// thread count is measured again.
+TEST(CostModelCalibration, AllThreadsReadingsAreEveryCoresWhateverThePoolSize) {
+  const int was = num_threads();
+  set_num_threads(1);
+  const sched::Calibration a = sched::measure_host();
+  EXPECT_EQ(num_threads(), 1);
+  EXPECT_EQ(a.threads, max_threads());
+  set_num_threads(was);
+
+  const std::string path = temp_path("threads.json");
+  bool measured = false;
+  sched::load_or_measure(path, &measured);
+  EXPECT_TRUE(measured);
+  for (int threads : {max_threads() + 1, std::max(1, max_threads() - 1)}) {
+    if (threads == max_threads()) continue;  // a 1-core host has no smaller count
+    json::Value other = sched::to_json(a);
+    other["threads"] = threads;
+    support::write_text(path, json::to_text(other));
+    const sched::Calibration b = sched::load_or_measure(path, &measured);
+    EXPECT_TRUE(measured) << threads;
+    EXPECT_EQ(b.threads, max_threads());
+  }
+  sched::load_or_measure(path, &measured);
+  EXPECT_FALSE(measured);
   ::unlink(path.c_str());
 }
 

@@ -9,6 +9,8 @@ namespace tbex {
 
 void set_num_threads(int n);
 int num_threads();
+/** The pool size set_num_threads(0) gives: every core of the machine. */
+int max_threads();
 
 /** Runs task(ctx, idx, closure) for idx in [min, min+extent) across the pool; returns the first
  * non-zero task status (0 when all succeed). Nested calls run serially on the calling thread. */
