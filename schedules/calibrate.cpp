@@ -25,8 +25,8 @@ namespace {
 // 2: the clock from register adds (format 1's immediate adds read 23 GHz on Golden Cove), the
 // AMX tile multiply chain and the VDPBF16PS rate. 3: the 512-bit register broadcast. 4: the
 // wait before a short run read from DRAM streams. 5: the 4-byte (broadcast) load rate. 6: the
-// CPUID signature in the key.
-constexpr int kFormat = 6;
+// CPUID signature in the key. 7: rates and bandwidths counted by a clock timed beside each run.
+constexpr int kFormat = 7;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
 std::string cpuinfo(const std::string& field) {

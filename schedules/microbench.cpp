@@ -113,24 +113,44 @@ double best_of(int tries, F f) {
   return best;
 }
 
+/** Cycles of the fastest of `tries` runs of f(), counted by the dependent-add clock timed right
+ * after each run (the fastest of those too: interruptions only add time), so a clock that
+ * drifts over the suite (turbo, a guest's share of its host) cancels out. Read against one
+ * clock taken at the start, a Zen 4 that does one 512-bit FMA a cycle read 1.02-1.07 of them,
+ * and VDPBF16PS 1.02-1.05, from one run of the suite to the next; so, 0.99-1.01. */
+template <typename F>
+double cycles_of(int tries, F f) {
+  const long adds = 100000;
+  double run = 1e30, clock = 1e30;
+  for (int i = 0; i < tries; ++i) {
+    const double t0 = now();
+    f();
+    const double t1 = now();
+    add_chain(adds);
+    run = std::min(run, t1 - t0);
+    clock = std::min(clock, now() - t1);
+  }
+  return run / clock * 12.0 * adds;
+}
+
 /** Operations per cycle of a 12-operation kernel. */
-double rate(void (*k)(long, const float*), const float* p, double ghz) {
+double rate(void (*k)(long, const float*), const float* p) {
   // Runs of 2.4M operations (~0.4 ms), after ~4 ms of warm-up: shorter runs read 1.45 FMAs per
   // cycle on a Zen 3 that does 2.0 (its vector units reach full rate only after a while).
   const long n = 200000;
   for (int i = 0; i < 10; ++i) k(n, p);
-  return 12.0 * n / (best_of(5, [&] { k(n, p); }) * ghz * 1e9);
+  return 12.0 * n / cycles_of(5, [&] { k(n, p); });
 }
 
 WidthRates width_rates(void (*fma)(long, const float*), void (*chain)(long, const float*),
                        void (*load)(long, const float*), void (*bcast)(long, const float*),
-                       void (*reg_bcast)(long, const float*), const float* p, double ghz) {
+                       void (*reg_bcast)(long, const float*), const float* p) {
   WidthRates w;
-  w.fma_per_cycle = rate(fma, p, ghz);
-  w.fma_latency = 1.0 / rate(chain, p, ghz);
-  w.loads_per_cycle = rate(load, p, ghz);
-  w.bcast_fma_per_cycle = rate(bcast, p, ghz);
-  w.reg_bcast_fma_per_cycle = rate(reg_bcast, p, ghz);
+  w.fma_per_cycle = rate(fma, p);
+  w.fma_latency = 1.0 / rate(chain, p);
+  w.loads_per_cycle = rate(load, p);
+  w.bcast_fma_per_cycle = rate(bcast, p);
+  w.reg_bcast_fma_per_cycle = rate(reg_bcast, p);
   return w;
 }
 
@@ -141,7 +161,7 @@ struct Slice {
 };
 
 /** Per-core read bytes per cycle with `threads` threads each streaming its own slice. */
-double read_bw(const char* buf, long bytes, int threads, double ghz) {
+double read_bw(const char* buf, long bytes, int threads) {
   const long target = 24l << 20;  // bytes each thread reads per timing
   const int reps = int(std::max(1l, target / bytes));
   std::vector<Slice> slices;
@@ -156,7 +176,7 @@ double read_bw(const char* buf, long bytes, int threads, double ghz) {
     parallel_for(nullptr, task, 0, threads, reinterpret_cast<uint8_t*>(slices.data()));
   };
   run();
-  return double(bytes) * reps / (best_of(3, run) * ghz * 1e9);
+  return double(bytes) * reps / cycles_of(3, run);
 }
 
 /** Cycles one thread loses per short run read from DRAM beyond its bytes at `bw` bytes per
@@ -189,7 +209,7 @@ bool cpu_has_amx_bf16() {
 
 /** Cycles between dependent TDPBF16PS on one accumulator (tmm0 += tmm1 x tmm2, all 16 rows of
  * 64 bytes, operands zero: no denormals). The caller holds the tile permission. */
-__attribute__((target("amx-tile,amx-bf16"))) double tile_chain_cycles(double ghz) {
+__attribute__((target("amx-tile,amx-bf16"))) double tile_chain_cycles() {
   alignas(64) unsigned char cfg[64] = {};
   cfg[0] = 1;  // palette 1: colsb (uint16) at byte 16 + 2t, rows at byte 48 + t
   for (int t = 0; t < 3; ++t) cfg[16 + 2 * t] = 64, cfg[48 + t] = 16;
@@ -207,9 +227,9 @@ __attribute__((target("amx-tile,amx-bf16"))) double tile_chain_cycles(double ghz
     }
   };
   run();
-  const double s = best_of(5, run);
+  const double cycles = cycles_of(5, run);
   _tile_release();
-  return s * ghz * 1e9 / (12.0 * n);
+  return cycles / (12.0 * n);
 }
 
 }  // namespace
@@ -225,13 +245,13 @@ Calibration measure_host() {
   alignas(64) static const float small[1024] = {};
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    c.w256 = width_rates(y_fma, y_chain, y_load, y_bcast, y_bcast, small, c.ghz);  // AVX2: no {1to8}
+    c.w256 = width_rates(y_fma, y_chain, y_load, y_bcast, y_bcast, small);  // AVX2: no {1to8}
   if (__builtin_cpu_supports("avx512f")) {
-    c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, z_reg_bcast, small, c.ghz);
-    c.w512.small_loads_per_cycle = rate(z_small_load, small, c.ghz);
+    c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, z_reg_bcast, small);
+    c.w512.small_loads_per_cycle = rate(z_small_load, small);
   }
   if (__builtin_cpu_supports("avx512f") && cpu_has_avx512_bf16())
-    c.bf16_dot_per_cycle = rate(z_dot, small, c.ghz);
+    c.bf16_dot_per_cycle = rate(z_dot, small);
 
   // The memory levels and the fork on a thread of their own, the pool sized to every core
   // meanwhile: the "all threads" readings are the host's whatever size the pool has now (a
@@ -258,13 +278,13 @@ Calibration measure_host() {
       for (int i = 0; i < 2; ++i) {
         double* bw = i == 0 ? c.bw1 : c.bw_mt;
         const int t = tc[i];
-        bw[0] = read_bw(buf, (l1 / 2) & ~255l, t, c.ghz);
-        bw[1] = read_bw(buf, (l2 / 2) & ~255l, t, c.ghz);
+        bw[0] = read_bw(buf, (l1 / 2) & ~255l, t);
+        bw[1] = read_bw(buf, (l2 / 2) & ~255l, t);
         // L3: 2-4x past the private L2, within half this thread's share of the L3 (else the
         // L3 is no bigger than the L2s and streams at DRAM speed).
         const long l3_slice = std::min(l3 / t / 2, 4 * l2) & ~255l;
-        bw[3] = read_bw(buf, (dram / t) & ~255l, t, c.ghz);
-        bw[2] = l3_slice >= 2 * l2 ? read_bw(buf, l3_slice, t, c.ghz) : bw[3];
+        bw[3] = read_bw(buf, (dram / t) & ~255l, t);
+        bw[2] = l3_slice >= 2 * l2 ? read_bw(buf, l3_slice, t) : bw[3];
       }
       // Pages from the eighth to the half of the buffer: read by the DRAM stream above, since
       // then pushed out of the caches by its rest and the L3 slices (the buffer's head).
@@ -277,14 +297,14 @@ Calibration measure_host() {
     auto empty = [](void*, int, uint8_t*) { return 0; };
     const int reps = 200;
     parallel_for(nullptr, empty, 0, c.threads, nullptr);
-    c.parallel_for_cycles =
-        best_of(3, [&] {
-          for (int i = 0; i < reps; ++i) parallel_for(nullptr, empty, 0, c.threads, nullptr);
-        }) / reps * c.ghz * 1e9;
+    c.parallel_for_cycles = cycles_of(3, [&] {
+                              for (int i = 0; i < reps; ++i)
+                                parallel_for(nullptr, empty, 0, c.threads, nullptr);
+                            }) / reps;
     set_num_threads(was);
   }).join();
 
-  if (cpu_has_amx_bf16() && amx_tiles_permitted()) c.tile_multiply_cycles = tile_chain_cycles(c.ghz);
+  if (cpu_has_amx_bf16() && amx_tiles_permitted()) c.tile_multiply_cycles = tile_chain_cycles();
 
   c.seconds = now() - t0;
   return c;
