@@ -173,16 +173,17 @@ class DxCoutLanes final : public DxSchedule {
     const int64_t tiles = rows * g.stride[2] * ceil_div(phase_extent(p, 2), t.qt);
     n.visits = double(tiles);
     // A visit reads the weights of its phase and qt (+ the taps' reach) positions of dy rows.
-    // The tiles of a phase row run one after another on the same weights: where the largest
-    // phase's fit the L1 they stay there and only dy streams (stem dX: 37 KB in Emerald Rapids'
-    // 48 KB L1, [qt=7] 44.7 ms against dx_w_lanes' 53.0; in a Zen 3's 32 KB they stream from L2,
-    // and dx_w_lanes took 0.78x this schedule's time).
+    // The tiles of a phase row run one after another on the same weights: where a phase's fit
+    // the L1 they stay there and only dy streams (stem dX: all its phases in Emerald Rapids' 48
+    // KB L1, [qt=7] 44.7 ms against dx_w_lanes' 53.0), each phase by its own taps (Zen 4's 32 KB
+    // hold three of the stem's four (kh, kw) phases: 60.6 ms against dx_w_lanes' 66.2, which
+    // every phase streamed priced 4% slower). Measured where the tile keeps its weight vectors
+    // in registers (AVX-512) only: on AVX2 they stream (a Zen 3: dx_w_lanes 0.78x the time).
     const double w_bytes = cv * 64.0 * blocks * taps_dh * taps_w;
     const double dy_bytes = (t.qt + taps_w) * 64.0 * blocks * taps_dh;
-    // Measured where the tile keeps its weight vectors in registers (AVX-512) only.
     const Machine m = Machine::of(ctx.target);
-    const bool weights_stay = keeps_weights(ctx.target) && dx_phase_weight_bytes(p) <= m.l1;
-    n.visit_bytes = (weights_stay ? 0 : w_bytes) + dy_bytes;
+    n.visit_bytes =
+        dx_streamed_phase_weight_bytes(p, keeps_weights(ctx.target) ? m.l1 : 0) + dy_bytes;
     n.visit_footprint = int64_t(w_bytes + dy_bytes);
     n.chunk_footprint = int64_t(w_bytes * g.stride[2]) + dx_row_dy_bytes(p);
     n.units = rows;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ops/ops.h"
 #include "tbex/problem.h"
@@ -174,11 +175,39 @@ inline int64_t dx_dy_rows(const Problem& p) {
 /** Bytes of the fp32 weights the few-cin dX tiles (dx_cout_lanes, dx_w_lanes) read for one w
  * phase of a row: the valid input lanes x every output channel x the phase's taps (its (kd, kh)
  * rows x its kw taps, the largest phase's). Where this fits an L1, dx_cout_lanes' tiles along a
- * phase row find the weights there. */
+ * phase row find every phase's weights there (dx_streamed_phase_weight_bytes: which do not). */
 inline int64_t dx_phase_weight_bytes(const Problem& p) {
   const ConvGeometry& g = p.geo;
   return int64_t(cin_valid(p)) * p.group.cout_g * dx_dy_rows(p) *
          ops::phase_tap_extent(g.kernel[2], g.stride[2], g.dilation[2]) * 4;
+}
+
+/** dX's taps of each stride phase along one dim: for each phase r in [0, s), how many of the K
+ * taps k have k * dl = r (mod s) (the stem's 7 kh taps at stride 2: 4 and 3). */
+inline std::vector<int> phase_tap_counts(int64_t K, int64_t s, int64_t dl) {
+  std::vector<int> n(size_t(s), 0);
+  for (int64_t k = 0; k < K; ++k) ++n[size_t(k * dl % s)];
+  return n;
+}
+
+/** Bytes of fp32 weights a few-cin dX tile visit (dx_cout_lanes) reads from beyond an L1 of `l1`
+ * bytes, averaged over the stride phases: the tiles along a phase row find a phase's weights in
+ * the L1 where they fit it, and stream them where not. Phases differ in taps: the stem's (kh x
+ * kw) 4 x 4 taps hold 36 KB, 4 x 3 and 3 x 4 27 KB, 3 x 3 20 KB. l1 = 0: every phase streams
+ * (the average is then a phase's weights). */
+inline double dx_streamed_phase_weight_bytes(const Problem& p, int64_t l1) {
+  const ConvGeometry& g = p.geo;
+  const double per_tap = double(cin_valid(p)) * p.group.cout_g * 4;
+  double sum = 0;
+  int64_t phases = 0;
+  for (int nd : phase_tap_counts(g.kernel[0], g.stride[0], g.dilation[0]))
+    for (int nh : phase_tap_counts(g.kernel[1], g.stride[1], g.dilation[1]))
+      for (int nw : phase_tap_counts(g.kernel[2], g.stride[2], g.dilation[2])) {
+        const double bytes = per_tap * nd * nh * nw;
+        if (bytes > double(l1)) sum += bytes;
+        ++phases;
+      }
+  return sum / double(phases);
 }
 
 /** Bytes of the fp32 dy rows one row of dX positions reads in one real group (every channel). */

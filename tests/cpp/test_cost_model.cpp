@@ -179,6 +179,26 @@ TEST(CostModel, StemDxOnAvx512ReadsPhaseWeightsFromL1WhereTheyFit) {
   knobs::unset("TBEX_CALIBRATE");
 }
 
+TEST(CostModel, StemDxPhaseWeightsStayInTheL1ByTheirOwnTaps) {
+  // The stem's (kh, kw) phases at stride 2 hold 4 x 4, 4 x 3, 3 x 4 and 3 x 3 of its 7 x 7 taps
+  // (each with all 3 kd): 36, 27, 27 and 20.25 KB of weights. A dx_cout_lanes visit streams,
+  // averaged over the phases, those the L1 does not hold: with Zen 4's 32 KB the largest only
+  // (its tiles measured 0.91x dx_w_lanes' time there, which every phase streamed ranked first).
+  const Problem p = wide_stem_dx();
+  const double tap = 3 * 64 * 4;  // 3 valid lanes x 64 channels, fp32
+  EXPECT_EQ(sched::phase_tap_counts(7, 2, 1), (std::vector<int>{4, 3}));
+  EXPECT_EQ(sched::phase_tap_counts(3, 1, 1), (std::vector<int>{3}));
+  EXPECT_EQ(sched::phase_tap_counts(3, 2, 2), (std::vector<int>{3, 0}));  // k * dl is even
+  EXPECT_DOUBLE_EQ(sched::dx_streamed_phase_weight_bytes(p, 0), tap * 3 * 49 / 4);
+  EXPECT_DOUBLE_EQ(sched::dx_streamed_phase_weight_bytes(p, 27 << 10), tap * 3 * 16 / 4);
+  EXPECT_DOUBLE_EQ(sched::dx_streamed_phase_weight_bytes(p, (27 << 10) - 1),
+                   tap * 3 * (16 + 12 + 12) / 4);
+  EXPECT_DOUBLE_EQ(sched::dx_streamed_phase_weight_bytes(p, 32 << 10), tap * 3 * 16 / 4);
+  EXPECT_DOUBLE_EQ(sched::dx_streamed_phase_weight_bytes(p, 48 << 10), 0.0);
+  // The largest phase is what dx_phase_weight_bytes names.
+  EXPECT_EQ(sched::dx_phase_weight_bytes(p), int64_t(tap * 3 * 16));
+}
+
 TEST(CostModel, CoutLanesTilesStayWithinTheUnrollBudget) {
   // JIT time grows with dx_cout_lanes' kw-unrolled tile body (cv x qt x Kw FMAs, twice where a
   // last tile is left along the row): the stem's [qt=7] took 1.0 s, [qt=6] 1.8 s. Auto's own
