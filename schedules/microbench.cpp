@@ -183,16 +183,16 @@ double read_bw(const char* buf, long bytes, int threads) {
 /** Cycles one thread loses per short run read from DRAM beyond its bytes at `bw` bytes per
  * cycle: 4 KiB pages of [buf, buf + bytes), which nothing has read for a while, in a scattered
  * order (a stride coprime with the page count), three disjoint sets; the fastest set. */
-double dram_run_start(const char* buf, long bytes, double bw, double ghz) {
+double dram_run_start(const char* buf, long bytes, double bw) {
   const long page = 4096, pages = bytes / page, runs = std::min(2048l, pages / 3);
   if (runs < 64 || bw <= 0) return 0;
   double best = 1e30;
-  for (long k = 0; k < 3; ++k) {
-    const double t0 = now();
-    for (long i = 0; i < runs; ++i) stream_read(buf + ((3 * i + k) * 7919 % pages) * page, page, 1);
-    best = std::min(best, now() - t0);
-  }
-  return std::max(0.0, best * ghz * 1e9 / runs - page / bw);
+  for (long k = 0; k < 3; ++k)  // each set once: its pages are cold only the first time
+    best = std::min(best, cycles_of(1, [&] {
+                      for (long i = 0; i < runs; ++i)
+                        stream_read(buf + ((3 * i + k) * 7919 % pages) * page, page, 1);
+                    }));
+  return std::max(0.0, best / runs - page / bw);
 }
 
 /** CPUID says AVX512_BF16 (leaf 7 subleaf 1: EAX bit 5). */
@@ -289,8 +289,7 @@ Calibration measure_host() {
       }
       // Pages from the eighth to the half of the buffer: read by the DRAM stream above, since
       // then pushed out of the caches by its rest and the L3 slices (the buffer's head).
-      c.dram_run_start_cycles =
-          dram_run_start(buf + dram / 8, dram / 2 - dram / 8, c.bw1[3], c.ghz);
+      c.dram_run_start_cycles = dram_run_start(buf + dram / 8, dram / 2 - dram / 8, c.bw1[3]);
       std::free(raw);
     }
 
