@@ -26,7 +26,8 @@ namespace {
 // AMX tile multiply chain and the VDPBF16PS rate. 3: the 512-bit register broadcast. 4: the
 // wait before a short run read from DRAM streams. 5: the 4-byte (broadcast) load rate. 6: the
 // CPUID signature in the key. 7: rates and bandwidths counted by a clock timed beside each run.
-constexpr int kFormat = 7;
+// 8: the VDPBF16PS latency.
+constexpr int kFormat = 8;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
 std::string cpuinfo(const std::string& field) {
@@ -179,6 +180,7 @@ json::Value to_json(const Calibration& c) {
           {"parallel_for_cycles", c.parallel_for_cycles},
           {"amx_bf16_tile_multiply_cycles", c.tile_multiply_cycles},
           {"avx512_bf16_dot_per_cycle", c.bf16_dot_per_cycle},
+          {"avx512_bf16_dot_latency", c.bf16_dot_latency},
           {"dram_run_start_cycles", c.dram_run_start_cycles},
           {"seconds", c.seconds}};
 }
@@ -204,6 +206,7 @@ Calibration calibration_from_json(const json::Value& v, const std::string& path)
   c.tile_multiply_cycles =
       json::as_number(json::member(v, "amx_bf16_tile_multiply_cycles", path), path);
   c.bf16_dot_per_cycle = json::as_number(json::member(v, "avx512_bf16_dot_per_cycle", path), path);
+  c.bf16_dot_latency = json::as_number(json::member(v, "avx512_bf16_dot_latency", path), path);
   c.dram_run_start_cycles = json::as_number(json::member(v, "dram_run_start_cycles", path), path);
   c.seconds = json::as_number(json::member(v, "seconds", path), path);
   user_check(c.ghz > 0, code::kValue, path.c_str(), path + ": ghz is not positive");

@@ -52,6 +52,10 @@ struct Calibration {
    * 0 where the CPU lacks it. Sapphire Rapids: 0.46 (a quarter of its FMA rate), which makes the
    * pair form slower there than fp32 FMAs on converted operands. */
   double bf16_dot_per_cycle = 0;
+  /** Cycles of one VDPBF16PS in a dependent chain (0 where the CPU lacks it): Zen 5 reads 6
+   * against its FMA's 4, so a dot tile needs more accumulators than an FMA tile to keep both
+   * pipes busy. */
+  double bf16_dot_latency = 0;
   /** Cycles one thread loses starting a short run read from DRAM (a 4 KiB page at a time, in
    * an order the prefetchers cannot guess) beyond its bytes at the streaming rate (bw1[3]):
    * the latency before the prefetchers take over. What a chunk of panels read in place costs

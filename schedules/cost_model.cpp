@@ -40,6 +40,7 @@ void apply(const Calibration& c, Machine& m) {
   m.fork_cycles = c.parallel_for_cycles;
   if (c.tile_multiply_cycles > 0) m.tile_multiply_cycles = c.tile_multiply_cycles;
   if (m.lanes >= 16 && c.bf16_dot_per_cycle > 0) m.dot_pipes = c.bf16_dot_per_cycle;
+  if (m.lanes >= 16 && c.bf16_dot_latency > 0) m.dot_latency = c.bf16_dot_latency;
   m.dram_run_start = c.dram_run_start_cycles;
   if (m.lanes >= 16 && w.small_loads_per_cycle > 0) m.small_load_pipes = w.small_loads_per_cycle;
   if (m.lanes >= 16 && w.bcast_fma_per_cycle > 0) m.folded_fma_pipes = w.bcast_fma_per_cycle;
@@ -130,6 +131,7 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
     t.accumulators = int(t.accumulators * w), t.operands = int(t.operands * w);
     // One reduction step: the busiest port, or the dependency chain of an accumulator.
     const double mul_pipes = t.dots && m.dot_pipes > 0 ? m.dot_pipes : m.fma_pipes;
+    const double mul_latency = t.dots && m.dot_latency > 0 ? m.dot_latency : m.fma_latency;
     // A broadcast feeding one FMA or dot only is folded into it as a memory operand (AVX-512;
     // dots: lower/dot_operands.h), FMAs at the folded rate; a broadcast several share is loaded
     // into a register once, on Zen 4 at a cost to the multiply pipes.
@@ -149,7 +151,7 @@ Estimate evaluate(const LoopNest& n, const Machine& m) {
             : t.loads / m.load_pipes;
     double step = std::max({fma_cycles, load_cycles,
                             (t.fmas + t.loads + t.extra_ops) / m.issue,
-                            m.fma_latency * t.fmas / std::max(1, t.accumulators), t.unit_cycles});
+                            mul_latency * t.fmas / std::max(1, t.accumulators), t.unit_cycles});
     const int registers = t.accumulators + t.operands;
     const int spilled = std::max(0, registers - m.usable_vregs);
     step += spilled;  // a store and a reload per spilled register and step, half a cycle each

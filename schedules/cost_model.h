@@ -84,6 +84,10 @@ struct Machine {
   /** bf16 pair dot products (VDPBF16PS, one per 16 lanes) per cycle; 0: at fma_pipes (the
    * uncalibrated assumption, right on Zen 4). */
   double dot_pipes = 0;
+  /** Cycles of one dot product in a dependent chain; 0: fma_latency (right on Zen 4). Zen 5:
+   * 6 against the FMA's 4, which left d dW bf16's 8-accumulator tile latency-bound (0.66 ms
+   * against 0.54 for the 16-accumulator one the model had ranked below it). */
+  double dot_latency = 0;
   /** FMAs per cycle whose broadcast operand is folded in (AVX-512 `{1to16}`: each also takes a
    * load port); 0: at fma_pipes. 1.62 against 1.87 plain on Sapphire Rapids. */
   double folded_fma_pipes = 0;

@@ -53,11 +53,13 @@ MB_KERNEL(y_bcast, "avx2,fma", Y_BCAST)
   "vbroadcastss " #k "*4(%1), %%zmm12\n\tvfmadd231ps %%zmm12, %%zmm13, %%zmm" #k "\n\t"
 
 #define Z_DOT(k) "vdpbf16ps %%zmm13, %%zmm14, %%zmm" #k "\n\t"
+#define Z_DOT_CHAIN(k) "vdpbf16ps %%zmm13, %%zmm14, %%zmm0\n\t"
 // A 4-byte load: the load a folded {1to16} broadcast makes (its multiply aside).
 #define Z_SMALL_LOAD(k) "vmovss " #k "*4(%1), %%xmm" #k "\n\t"
 
 MB_KERNEL(z_fma, "avx512f", Z_FMA)
 MB_KERNEL(z_dot, "avx512f,avx512bf16", Z_DOT)
+MB_KERNEL(z_dot_chain, "avx512f,avx512bf16", Z_DOT_CHAIN)
 MB_KERNEL(z_chain, "avx512f", Z_CHAIN)
 MB_KERNEL(z_load, "avx512f", Z_LOAD)
 MB_KERNEL(z_bcast, "avx512f", Z_BCAST)
@@ -251,8 +253,10 @@ Calibration measure_host() {
     c.w512 = width_rates(z_fma, z_chain, z_load, z_bcast, z_reg_bcast, small);
     c.w512.small_loads_per_cycle = rate(z_small_load, small);
   }
-  if (__builtin_cpu_supports("avx512f") && cpu_has_avx512_bf16())
+  if (__builtin_cpu_supports("avx512f") && cpu_has_avx512_bf16()) {
     c.bf16_dot_per_cycle = rate(z_dot, small);
+    c.bf16_dot_latency = 1.0 / rate(z_dot_chain, small);
+  }
 
   // The memory levels and the fork on a thread of their own, the pool sized to every core
   // meanwhile: the "all threads" readings are the host's whatever size the pool has now (a

@@ -49,6 +49,7 @@ void define_machine(pyb::module_& m) {
                              {"fork_cycles", mm.fork_cycles},
                              {"tile_multiply_cycles", mm.tile_multiply_cycles},
                              {"dot_pipes", mm.dot_pipes},
+                             {"dot_latency", mm.dot_latency},
                              {"folded_fma_pipes", mm.folded_fma_pipes},
                              {"register_broadcast_cycles", mm.register_broadcast_cycles},
                              {"dram_run_start", mm.dram_run_start}};

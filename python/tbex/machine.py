@@ -36,7 +36,8 @@ def describe(remeasure: bool = False) -> str:
         lines.append(f"empty parallel-for on {c['threads']} threads: "
                      f"{c['parallel_for_cycles']:.0f} cycles")
         dot = c["avx512_bf16_dot_per_cycle"]
-        lines.append(f"AVX512_BF16: VDPBF16PS {dot:.2f}/cycle" if dot > 0 else
+        lines.append(f"AVX512_BF16: VDPBF16PS {dot:.2f}/cycle, latency "
+                     f"{c['avx512_bf16_dot_latency']:.2f} cycles" if dot > 0 else
                      "AVX512_BF16: not on this CPU")
         amx = c["amx_bf16_tile_multiply_cycles"]
         lines.append(f"AMX-BF16: dependent tile multiplies every {amx:.1f} cycles" if amx > 0 else

@@ -107,6 +107,21 @@ TEST(CostModel, DotBroadcastsLoadAtTheSmallLoadRate) {
   EXPECT_NEAR(cycles_per_fma(n, zen4), 9.0 / 8, 0.03);
 }
 
+// A dot tile's accumulator chains run at the calibrated dot latency (Zen 5: VDPBF16PS 6 cycles
+// against the FMA's 4): 8 accumulators on 2 pipes are latency-bound there, 16 are not; FMA
+// tiles keep the FMA latency.
+TEST(CostModel, DotChainsRunAtTheDotLatency) {
+  sched::Machine zen5;
+  zen5.fma_pipes = zen5.dot_pipes = zen5.folded_fma_pipes = zen5.load_pipes = 2.0;
+  zen5.fma_latency = 4, zen5.dot_latency = 6;
+  sched::LoopNest eight = nest_with(8, 1), sixteen = nest_with(16, 1);
+  eight.tile.dots = sixteen.tile.dots = true;
+  EXPECT_NEAR(cycles_per_fma(eight, zen5), 6.0 / 8, 0.03);
+  EXPECT_NEAR(cycles_per_fma(sixteen, zen5), 1.0 / 2, 0.03);
+  eight.tile.dots = false;
+  EXPECT_NEAR(cycles_per_fma(eight, zen5), 1.0 / 2, 0.03);
+}
+
 // Panels read from DRAM pay a wait per short run (Machine::dram_run_start, calibrated) beside the
 // passes, per thread; dw_pointwise counts one run per block and chunk where x and dy outgrow a
 // quarter of the L3 (d dW: 16 MB in fp32, 8 MB in fp16, converted per chunk), so longer chunks
