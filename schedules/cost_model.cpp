@@ -19,7 +19,7 @@ bool runs_on_host(const Halide::Target& t) {
   if (t.arch != host.arch || t.os != host.os || t.bits != host.bits) return false;
   using F = Halide::Target::Feature;
   for (F f : {F::SSE41, F::AVX, F::AVX2, F::FMA, F::F16C, F::AVX512, F::AVX512_Skylake,
-              F::AVX512_Cannonlake, F::AVX512_SapphireRapids, F::AVX512_Zen4})
+              F::AVX512_Cannonlake, F::AVX512_SapphireRapids, F::AVX512_Zen4, F::AVX512_Zen5})
     if (t.has_feature(f) && !host.has_feature(f)) return false;
   return true;
 }
@@ -58,7 +58,14 @@ void apply(const Calibration& c, Machine& m) {
 
 bool has_bf16_dot(const Halide::Target& target) {
   return target.has_feature(Halide::Target::AVX512_Zen4) ||
+         target.has_feature(Halide::Target::AVX512_Zen5) ||
          target.has_feature(Halide::Target::AVX512_SapphireRapids);
+}
+
+Halide::Target without_bf16_dot(const Halide::Target& target) {
+  return target.without_feature(Halide::Target::AVX512_Zen4)
+      .without_feature(Halide::Target::AVX512_Zen5)
+      .without_feature(Halide::Target::AVX512_SapphireRapids);
 }
 
 bool has_amx_bf16(const Halide::Target& target) {

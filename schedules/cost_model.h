@@ -22,8 +22,12 @@
 namespace tbex::sched {
 
 /** Whether `target` computes dot products of bf16 pairs natively (VDPBF16PS, AVX512_BF16: Halide's
- * avx512_zen4 and avx512_sapphirerapids targets), two products per fp32 lane and instruction. */
+ * avx512_zen4, avx512_zen5 and avx512_sapphirerapids targets), two products per fp32 lane and instruction. */
 bool has_bf16_dot(const Halide::Target& target);
+/** `target` without the features that carry AVX512_BF16 (Zen 4, Zen 5, Sapphire Rapids): the
+ * fp32 FMA form for bf16. Halide 21's Zen 5 host target has both Zen features; with only Zen 4's
+ * removed, LLVM still turned the pair form's fp32 FMAs into VDPBF16PS. */
+Halide::Target without_bf16_dot(const Halide::Target& target);
 /** Whether `target`'s bf16 pair dot products beat fp32 FMAs on converted operands: native
  * (has_bf16_dot) and, by the host's calibration, more than half the FMA rate (two products per
  * lane each). Sapphire Rapids runs VDPBF16PS at a quarter of its FMA rate: the pair form is then

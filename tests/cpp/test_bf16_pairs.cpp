@@ -39,10 +39,7 @@ const Case kCases[] = {
     {"odd_channels", 1, 20, 37, 1, {4, 5, 9}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1, 0, 2, 1}},
 };
 
-Halide::Target without_bf16_dot(Halide::Target t) {
-  return t.without_feature(Halide::Target::AVX512_Zen4)
-      .without_feature(Halide::Target::AVX512_SapphireRapids);
-}
+using sched::without_bf16_dot;
 
 /** Why `t` cannot run the native tests ("" when it can). */
 std::string no_bf16_dot(const Halide::Target& t) {

@@ -27,6 +27,7 @@
 #include <regex>
 #include <sstream>
 
+#include "schedules/cost_model.h"
 #include "support/files.h"
 #include "tbex/errors.h"
 
@@ -217,10 +218,7 @@ std::string with_guard(std::string header, const std::string& guard) {
 
 }  // namespace
 
-Halide::Target cpp_source_target(const Halide::Target& t) {
-  return t.without_feature(Halide::Target::AVX512_Zen4)
-      .without_feature(Halide::Target::AVX512_SapphireRapids);
-}
+Halide::Target cpp_source_target(const Halide::Target& t) { return sched::without_bf16_dot(t); }
 
 std::vector<std::string> emit_cpp_source(const lower::Lowered& l, const std::string& name,
                                          const Halide::Target& target, const std::string& dir,
