@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <vector>
 
 namespace tbex::sched {
 namespace {
@@ -56,16 +57,18 @@ void apply(const Calibration& c, Machine& m) {
 
 }  // namespace
 
-bool has_bf16_dot(const Halide::Target& target) {
-  return target.has_feature(Halide::Target::AVX512_Zen4) ||
-         target.has_feature(Halide::Target::AVX512_Zen5) ||
-         target.has_feature(Halide::Target::AVX512_SapphireRapids);
-}
+namespace {
+/** Halide's target features that carry AVX512_BF16. */
+const std::vector<Halide::Target::Feature> kBf16DotFeatures{
+    Halide::Target::AVX512_Zen4, Halide::Target::AVX512_Zen5, Halide::Target::AVX512_SapphireRapids};
+}  // namespace
+
+bool has_bf16_dot(const Halide::Target& target) { return target.features_any_of(kBf16DotFeatures); }
 
 Halide::Target without_bf16_dot(const Halide::Target& target) {
-  return target.without_feature(Halide::Target::AVX512_Zen4)
-      .without_feature(Halide::Target::AVX512_Zen5)
-      .without_feature(Halide::Target::AVX512_SapphireRapids);
+  Halide::Target t = target;
+  for (Halide::Target::Feature f : kBf16DotFeatures) t = t.without_feature(f);
+  return t;
 }
 
 bool has_amx_bf16(const Halide::Target& target) {

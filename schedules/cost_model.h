@@ -22,7 +22,8 @@
 namespace tbex::sched {
 
 /** Whether `target` computes dot products of bf16 pairs natively (VDPBF16PS, AVX512_BF16: Halide's
- * avx512_zen4, avx512_zen5 and avx512_sapphirerapids targets), two products per fp32 lane and instruction. */
+ * avx512_zen4, avx512_zen5 and avx512_sapphirerapids targets), two products per fp32 lane and
+ * instruction. */
 bool has_bf16_dot(const Halide::Target& target);
 /** `target` without the features that carry AVX512_BF16 (Zen 4, Zen 5, Sapphire Rapids): the
  * fp32 FMA form for bf16. Halide 21's Zen 5 host target has both Zen features; with only Zen 4's
@@ -88,7 +89,7 @@ struct Machine {
   /** bf16 pair dot products (VDPBF16PS, one per 16 lanes) per cycle; 0: at fma_pipes (the
    * uncalibrated assumption, right on Zen 4). */
   double dot_pipes = 0;
-  /** Cycles of one dot product in a dependent chain; 0: fma_latency (right on Zen 4). Zen 5:
+  /** Cycles of one dot product in a dependent chain; 0: fma_latency (uncalibrated). Zen 5:
    * 6 against the FMA's 4, which left d dW bf16's 8-accumulator tile latency-bound (0.66 ms
    * against 0.54 for the 16-accumulator one the model had ranked below it). */
   double dot_latency = 0;

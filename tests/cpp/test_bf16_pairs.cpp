@@ -82,6 +82,17 @@ void check(const Case& c, const Halide::Target& t, const std::string& variant, b
 
 class Bf16PairsTest : public ::testing::TestWithParam<int> {};
 
+// Halide 21's Zen 5 host target carries both Zen features: the portable form drops both.
+TEST(Bf16Pairs, WithoutDotDropsEveryBf16Feature) {
+  const Halide::Target zen5("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41-avx512_zen4-avx512_zen5");
+  ASSERT_TRUE(sched::has_bf16_dot(zen5));
+  const Halide::Target t = without_bf16_dot(zen5);
+  EXPECT_FALSE(sched::has_bf16_dot(t)) << t.to_string();
+  const Halide::Target spr("x86-64-linux-avx512_sapphirerapids");
+  EXPECT_FALSE(sched::has_bf16_dot(without_bf16_dot(spr)));
+  EXPECT_TRUE(t.has_feature(Halide::Target::AVX512)) << t.to_string();
+}
+
 TEST_P(Bf16PairsTest, PortableLoweringMatchesReference) {
   const Halide::Target t = without_bf16_dot(lower::host_target());
   ASSERT_FALSE(sched::has_bf16_dot(t));
