@@ -26,8 +26,8 @@ namespace {
 // AMX tile multiply chain and the VDPBF16PS rate. 3: the 512-bit register broadcast. 4: the
 // wait before a short run read from DRAM streams. 5: the 4-byte (broadcast) load rate. 6: the
 // CPUID signature in the key. 7: rates and bandwidths counted by a clock timed beside each run.
-// 8: the VDPBF16PS latency.
-constexpr int kFormat = 8;
+// 8: the VDPBF16PS latency. 9: the VDPBF16PS rate on 24 chains (12 were latency-bound on Zen 5).
+constexpr int kFormat = 9;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
 std::string cpuinfo(const std::string& field) {

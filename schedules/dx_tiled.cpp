@@ -194,7 +194,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
  protected:
   GemmShape shape(const Problem& p) const override {
     GemmShape s{"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
-                p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
+                p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 16};
     // Unit strides: no phase predicate in the reduction, so the kw taps unroll straight and the
     // reduction chunks by kernel rows or depth slices (GemmTiles::kt).
     if (!is_strided(p)) {
@@ -248,10 +248,14 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   const int64_t tiles = rows * g.stride[2] * ceil_div(phase_extent(p, 2), t.qt) * (g.cin1() / t.ct);
   n.visits = double(tiles);
   // A visit reads its ct blocks' weights (every output channel and tap of the phase) and qt
-  // positions (plus the taps' reach) of dy rows.
-  const double w_per_tap = t.ct * 64.0 * gd.cout_g;
+  // positions (plus the taps' reach) of dy rows: fp32, or bf16 where pair tiles read them (the
+  // pairs stay bf16). Charged as fp32, c1 dX bf16's [qt=8,ct=2] (55 KB of weights per visit)
+  // ranked 3% behind [qt=13,ct=1] and ran 11% ahead (Zen 5, 1 thread, interleaved: 32.0 against
+  // 35.8 ms).
+  const double elem_bytes = t.pair == 2 ? 2 : 4;
+  const double w_per_tap = t.ct * 16 * elem_bytes * gd.cout_g;
   const double w_bytes = w_per_tap * taps;
-  const double dy_bytes = (t.qt + double(g.kernel[2]) / g.stride[2]) * gd.cout_g * 4 *
+  const double dy_bytes = (t.qt + double(g.kernel[2]) / g.stride[2]) * gd.cout_g * elem_bytes *
                           double(g.kernel[0]) * g.kernel[1] / (g.stride[0] * g.stride[1]);
   // The tiles along a row (wo innermost) share their ct blocks' weights: what they stream
   // together is those weights and the row's dy rows (not every block's weights: the next ct

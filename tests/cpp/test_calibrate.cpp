@@ -80,8 +80,9 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   // Files of older suites are re-measured: before the clock fix (format 1), before the
   // register-broadcast rate (format 2), before the DRAM run start (format 3), before the small
   // loads' rate (format 4), before the CPUID signature (format 5), before the clock timed beside
-  // each run (format 6), before the VDPBF16PS latency (format 7).
-  for (int format : {1, 2, 3, 4, 5, 6, 7}) {
+  // each run (format 6), before the VDPBF16PS latency (format 7), before the VDPBF16PS rate on
+  // 24 chains (format 8).
+  for (int format : {1, 2, 3, 4, 5, 6, 7, 8}) {
     json::Value older = sched::to_json(a);
     older["format"] = format;
     support::write_text(path, json::to_text(older));
