@@ -243,5 +243,34 @@ TEST(CostModel, TapsInThePaddingAreNotCounted) {
   EXPECT_NEAR(sched::evaluate(half, m).cycles / sched::evaluate(nest_with(12, 7), m).cycles, 0.5, 0.02);
 }
 
+TEST(CostModel, PairTilesStreamBf16Bytes) {
+  // The pair forms keep both operands bf16: a step of 16 bf16 pairs reads the 64 bytes an fp32
+  // step does, for two reduction points. dX: one block's weights over 32 output channels and 27
+  // taps are 27 KB as pairs (in L1), 55 KB as fp32 (unchunked: streamed per visit). dW: a row pair (two
+  // rows of x and of dy in bf16) streams what one fp32 row does, so over the same rows the pair
+  // tile's visits (half as many) stream half the bytes from the same level.
+  knobs::set("TBEX_CALIBRATE", "0");
+  const Halide::Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
+  const Conv c1{1, 32, 16, 16, 16, 32, {3, 3, 3}, {1, 1, 1}, 1};
+  const Problem dx = dx_problem(c1, DType::kBFloat16);
+  const auto* tiled = sched::dx_tiled_schedule();
+  const sched::Estimate pairs = tiled->estimate(dx, {zen4, 1, "qt=8,ct=1,pair=2"});
+  const sched::Estimate fp32 = tiled->estimate(dx, {zen4, 1, "qt=8,ct=1,pair=1,kwt=1,kt=27"});
+  EXPECT_EQ(std::string(pairs.level), "L1");
+  EXPECT_EQ(pairs.memory, 0.0);
+  EXPECT_NE(std::string(fp32.level), "L1");
+  EXPECT_GT(fp32.memory, 0.0);
+
+  const Conv wide{1, 16, 4, 16, 112, 16, {1, 3, 3}, {1, 1, 1}, 1};
+  const auto* dw = sched::dw_tiled_schedule();
+  const Problem bf = dw_problem(wide, DType::kBFloat16);
+  const sched::Estimate row_pairs = dw->estimate(bf, {zen4, 1, "nt=4,kwt=3,ch=4,parts=1,pair=2"});
+  const sched::Estimate rows = dw->estimate(bf, {zen4, 1, "nt=4,kwt=3,ch=4,parts=1,pair=1"});
+  ASSERT_EQ(std::string(row_pairs.level), std::string(rows.level));
+  ASSERT_GT(rows.memory, 0.0) << rows.level;
+  EXPECT_NEAR(row_pairs.memory / rows.memory, 0.5, 0.05);
+  knobs::unset("TBEX_CALIBRATE");
+}
+
 }  // namespace
 }  // namespace tbex

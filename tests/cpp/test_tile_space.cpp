@@ -160,6 +160,26 @@ TEST(GemmTile, CandidatesAreValidVariantsOwnChoiceFirst) {
   }
 }
 
+TEST(GemmTile, CandidatesHoldTheWidestTileDividingTheRow) {
+  // Pair tiles of 2 blocks hold at most 10 positions; a row of 64 takes 7 tiles of 10 covering
+  // 70 (the widest, and the covering one), or 8 tiles of 8 covering it exactly.
+  GemmShape s = shape(64, 2, false, kAvx512);
+  s.pairs = s.pairs_default = true;
+  s.cap = 16;
+  const auto c = gemm_candidates(s);
+  EXPECT_NE(std::find(c.begin(), c.end(), "qt=8,ct=2,pair=2"), c.end());
+  const GemmTiles own = choose_gemm_tiles(s, "");  // listed first, as ""
+  EXPECT_EQ(own.qt, 10);
+  EXPECT_EQ(own.ct, 2);
+  // A prime row has no dividing tile but 1: none narrower than half the widest is added.
+  s.row = 67;
+  for (const std::string& key : gemm_candidates(s)) {
+    if (key.empty()) continue;
+    const GemmTiles t = choose_gemm_tiles(s, key);
+    if (t.pair == 2 && t.ct == 2) EXPECT_GE(t.qt, 5) << key;
+  }
+}
+
 TEST(Tiling, StagingRuleFollowsTheDilatedKernel) {
   Problem p;
   p.geo.kernel = {1, 3, 3};
