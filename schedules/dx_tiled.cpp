@@ -194,7 +194,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
  protected:
   GemmShape shape(const Problem& p) const override {
     GemmShape s{"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
-                p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 16};
+                p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
     // Unit strides: no phase predicate in the reduction, so the kw taps unroll straight and the
     // reduction chunks by kernel rows or depth slices (GemmTiles::kt).
     if (!is_strided(p)) {
