@@ -337,8 +337,8 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const DwTiles& t) {
   n.visits = double(tiles) * dw_batch_of(p, t.pair) * g.out[0] * (dw_rows_of(p, t.pair) / t.ch);
   // A visit streams ch rows of x (one block, kw taps overlapping) and ch rows of dy (a line a
   // position holds the tile's nt channels). A pair form's row (two rows or batches of bf16) takes
-  // the 64 bytes a column an fp32 row does. Charged twice that, d dW bf16's estimate ran 1.5x
-  // over its time (Zen 5: 0.78 ms predicted, 0.52 measured at 2 threads).
+  // the 64 bytes a column an fp32 row does (charged twice that before; the Zen 5 bf16 dW picks
+  // the fix moved, twice the rows per chunk, ran level with the old ones).
   const double x_row = double(g.out[2] * g.stride[2] + (t.kwt - 1) * g.dilation[2]) * 64;
   const double dy_row = double(g.out[2]) * 64;
   n.visit_bytes = t.ch * (x_row + dy_row);

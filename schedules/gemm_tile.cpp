@@ -20,8 +20,9 @@ int64_t max_qt(int pair, int ct, const Halide::Target& target) {
 
 /** The widest tile of at most qmax positions that splits a row of ext into equal tiles, or qmax
  * where that is under half of qmax (a prime row): no position computed twice or masked. c1 dX
- * bf16 (rows of 64, pair tiles of at most 10 positions x 2 blocks) on Zen 5 at 1 thread:
- * [qt=8,ct=2] 31.4 ms against [qt=10,ct=2] (7 tiles of 10 cover 70) 34.3 and [qt=7,ct=2] 33.7. */
+ * bf16 (rows of 64, pair tiles of at most 10 positions x 2 blocks) on Zen 5 at 1 thread,
+ * interleaved (min of 5): [qt=8,ct=2] 32.0 ms against [qt=10,ct=2] (7 tiles of 10 cover 70)
+ * 34.7, [qt=7,ct=2] 35.8 and [qt=13,ct=1] 35.8. */
 int64_t widest_dividing(int64_t ext, int64_t qmax) {
   const int64_t q = largest_divisor_upto(ext, qmax);
   return q * 2 > qmax ? q : qmax;

@@ -246,9 +246,9 @@ TEST(CostModel, TapsInThePaddingAreNotCounted) {
 TEST(CostModel, PairTilesStreamBf16Bytes) {
   // The pair forms keep both operands bf16: a step of 16 bf16 pairs reads the 64 bytes an fp32
   // step does, for two reduction points. dX: one block's weights over 32 output channels and 27
-  // taps are 27 KB as pairs (in L1), 55 KB as fp32 (unchunked: streamed per visit). dW: a row pair (two
-  // rows of x and of dy in bf16) streams what one fp32 row does, so over the same rows the pair
-  // tile's visits (half as many) stream half the bytes from the same level.
+  // taps are 27 KB as pairs (in L1), 55 KB as fp32 (unchunked: streamed per visit). dW: a row
+  // pair (two rows of x and of dy in bf16) streams what one fp32 row does, so over the same rows
+  // the pair tile's visits (half as many) stream half the bytes from the same level.
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
   const Conv c1{1, 32, 16, 16, 16, 32, {3, 3, 3}, {1, 1, 1}, 1};
