@@ -287,11 +287,10 @@ Estimate DxTiled::estimate_tiles(const Problem& p, const Context& ctx, const Gem
   // unpadded); the tiles store dX in place, but a ragged phase frame is gathered into 6HD per
   // depth slice (from L2: only the writes count).
   const double w_elems = dw_out_elems(p);  // the filter has dW's shape
-  const double staged_bytes = t.pair == 2 ? 2 : 4;  // pairs stay bf16
   const DyRead read = dy_read(p, s, t);
   const double dy_copy = read == DyRead::kPaddedWhole ? staged_dy_elems(p) : dy_elems(p);
   const bool whole = read == DyRead::kConvertedWhole || read == DyRead::kPaddedWhole;
-  n.pass_bytes = (w_elems + (whole ? dy_copy : 0)) * (input_bytes(p) + staged_bytes) +
+  n.pass_bytes = (w_elems + (whole ? dy_copy : 0)) * (input_bytes(p) + elem_bytes) +
                  (is_strided(p) && !ops::dx_scatters(p) ? dx_elems(p) * 4 : 0);
   // Rows staged as the tiles reach them: dy itself read once from memory (the rows converted
   // again for other depth taps and block sweeps are in cache), and a conversion and a store

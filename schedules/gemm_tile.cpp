@@ -250,7 +250,7 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
         other_kwt(t);
       }
     }
-  // Where pairs lead, the list holds both forms' tiles: cap of each. (One cap of 10 over both
+  // Where pairs lead, the list holds both forms' tiles: twice the cap. (One cap of 10 over both
   // dropped b_c3d dX bf16's [qt=14,ct=1] once the row-dividing tiles joined; a cap of 16 for
   // fp32 lists let in c2 dX's [qt=16,ct=1,kwt=3,kt=9], ranked first under one calibration and
   // 1.8x slower: LLVM keeps its window of 18 broadcasts live beside 16 accumulators and spills.)

@@ -53,37 +53,28 @@ MB_KERNEL(y_bcast, "avx2,fma", Y_BCAST)
 #define Z_REG_BCAST(k) \
   "vbroadcastss " #k "*4(%1), %%zmm12\n\tvfmadd231ps %%zmm12, %%zmm13, %%zmm" #k "\n\t"
 
-// Two independent accumulators per slot, 24 in all (zmm0-11, zmm16-27): Zen 5's VDPBF16PS
-// chain takes 6.2 cycles, so 12 chains on its two pipes are latency-bound (12 / 6.2 = 1.94 a
-// cycle at most; they read 1.86-1.91 where 24 read 2.0).
-#define MB_HI_0 "16"
-#define MB_HI_1 "17"
-#define MB_HI_2 "18"
-#define MB_HI_3 "19"
-#define MB_HI_4 "20"
-#define MB_HI_5 "21"
-#define MB_HI_6 "22"
-#define MB_HI_7 "23"
-#define MB_HI_8 "24"
-#define MB_HI_9 "25"
-#define MB_HI_10 "26"
-#define MB_HI_11 "27"
-#define Z_DOT(k) \
-  "vdpbf16ps %%zmm13, %%zmm14, %%zmm" #k "\n\tvdpbf16ps %%zmm13, %%zmm14, %%zmm" MB_HI_##k "\n\t"
+#define Z_DOT(k) "vdpbf16ps %%zmm13, %%zmm14, %%zmm" #k "\n\t"
 #define Z_DOT_CHAIN(k) "vdpbf16ps %%zmm13, %%zmm14, %%zmm0\n\t"
 // A 4-byte load: the load a folded {1to16} broadcast makes (its multiply aside).
 #define Z_SMALL_LOAD(k) "vmovss " #k "*4(%1), %%xmm" #k "\n\t"
 
 MB_KERNEL(z_fma, "avx512f", Z_FMA)
-#define MB_ZERO_HI(k) "vpxord %%zmm" MB_HI_##k ", %%zmm" MB_HI_##k ", %%zmm" MB_HI_##k "\n\t"
-__attribute__((target("avx512f,avx512bf16"))) void z_dot(long n, const float* p) {
-  asm volatile(MB_R12(MB_ZERO) MB_ZERO(12) MB_ZERO(13) MB_ZERO(14) MB_R12(MB_ZERO_HI)
-               "1:\n\t" MB_R12(Z_DOT) "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"
-               : "+r"(n)
-               : "r"(p)
-               : MB_YREGS, "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",
-                 "xmm24", "xmm25", "xmm26", "xmm27", "cc", "memory");
-}
+// 24 independent accumulators (zmm0-11, zmm16-27): Zen 5's VDPBF16PS chain takes 6.2 cycles,
+// so 12 chains on its two pipes are latency-bound (12 / 6.2 = 1.94 a cycle at most; they read
+// 1.86-1.91 where 24 read 2.03-2.07).
+#define MB_HI12(X) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27)
+#define MB_ZERO_Z(k) "vpxord %%zmm" #k ", %%zmm" #k ", %%zmm" #k "\n\t"
+#define MB_KERNEL_Z24(name, isa, op)                                                          \
+  __attribute__((target(isa))) void name(long n, const float* p) {                           \
+    asm volatile(MB_R12(MB_ZERO) MB_ZERO(12) MB_ZERO(13) MB_ZERO(14) MB_HI12(MB_ZERO_Z)       \
+                 "1:\n\t" MB_R12(op) MB_HI12(op) "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"       \
+                 : "+r"(n)                                                                   \
+                 : "r"(p)                                                                    \
+                 : MB_YREGS, "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",   \
+                   "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "cc", "memory");             \
+  }
+
+MB_KERNEL_Z24(z_dot, "avx512f,avx512bf16", Z_DOT)
 MB_KERNEL(z_dot_chain, "avx512f,avx512bf16", Z_DOT_CHAIN)
 MB_KERNEL(z_chain, "avx512f", Z_CHAIN)
 MB_KERNEL(z_load, "avx512f", Z_LOAD)
