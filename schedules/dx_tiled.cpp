@@ -193,8 +193,13 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
 
  protected:
   GemmShape shape(const Problem& p) const override {
+    // 20 candidates: where pairs lead the list holds both forms' tiles (10 over both dropped
+    // b_c3d dX bf16's [qt=14,ct=1] once the row-dividing tiles joined), and fp32 lists rank as
+    // many (their picks as with 10, Zen 5). A list of 16 once let in c2 dX f32's
+    // [qt=16,ct=1,kwt=3,kt=9], which spilled with each tap over the tile; its registers are now
+    // counted as its loops run (row_taps_operands).
     GemmShape s{"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
-                p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 10};
+                p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 20};
     // Unit strides: no phase predicate in the reduction, so the kw taps unroll straight and the
     // reduction chunks by kernel rows or depth slices (GemmTiles::kt).
     if (!is_strided(p)) {
@@ -374,9 +379,12 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
     f.update().split(a.r[0], rno, rni, 16);
   };
   // The register tile computed at loop `at` of `owner` (register_tile), on acc's reduction.
+  const RowTaps taps = t.kwt == 1                           ? RowTaps::kNone
+                       : taps_inside_positions(ctx.target) ? RowTaps::kTapsInner
+                                                           : RowTaps::kTapsOuter;
   const auto tile_at = [&](Func owner, const VarOrRVar& at) {
-    register_tile(acc, owner, at, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2,
-                  t.kwt > 1, unrolls_pair_walk(p, t));
+    register_tile(acc, owner, at, c0, qw, c1, rvars(t.pair == 2 ? a.rp : a.r), t.pair == 2, taps,
+                  unrolls_pair_walk(p, t));
   };
   Var wo("wo"), wi("wi"), c1o("c1o"), c1i("c1i"), par("par");
   if (a.scatter) {
@@ -428,7 +436,7 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
         .vectorize(c0)
         .unroll(awi)
         .unroll(c1);
-    register_tile(part, acc, awo, c0, qw, c1, in_part, false, t.kwt > 1);
+    register_tile(part, acc, awo, c0, qw, c1, in_part, false, taps);
     walk_lanes_in_blocks(part);
     partitioned.push_back({acc.update(), awo});
   }

@@ -126,11 +126,14 @@ bool weights_stay_in_l1(const Machine& m, double bytes, bool chunks) {
   return bytes <= double(chunks ? m.l1_visit_bytes() : m.l1);
 }
 
+bool taps_inside_positions(const Halide::Target& target) { return vectors_per_c0(target) == 1; }
+
 int row_taps_operands(const GemmTiles& t, int taps, int dilation, int spanned,
                       const Halide::Target& target) {
+  const int reach = (taps - 1) * dilation;
+  if (taps_inside_positions(target)) return t.ct * taps + (reach + 1) * spanned;
   const int vw = vectors_per_c0(target);
-  if (vw == 1) return t.ct * taps + 2;
-  const int window = (t.qt + (taps - 1) * dilation) * spanned;
+  const int window = (t.qt + reach) * spanned;
   return (t.ct * vw + window + vw - 1) / vw;
 }
 
@@ -250,11 +253,7 @@ std::vector<std::string> gemm_candidates(const GemmShape& s) {
         other_kwt(t);
       }
     }
-  // Where pairs lead, the list holds both forms' tiles: twice the cap. (One cap of 10 over both
-  // dropped b_c3d dX bf16's [qt=14,ct=1] once the row-dividing tiles joined; a cap of 16 for
-  // fp32 lists let in c2 dX's [qt=16,ct=1,kwt=3,kt=9], ranked first under one calibration and
-  // 1.8x slower: LLVM keeps its window of 18 broadcasts live beside 16 accumulators and spills.)
-  return TileSpace::candidates(keys, s.pairs_default ? 2 * s.cap : s.cap);
+  return TileSpace::candidates(keys, s.cap);
 }
 
 std::string describe_gemm_tile(const GemmTiles& t, const GemmShape& s, const char* pos) {

@@ -66,13 +66,27 @@ struct GemmShape {
   int64_t slice_dy_bytes = 0;
 };
 
+/** Whether a tile's row taps run every tap of a position before the next position
+ * (RowTaps::kTapsInner) rather than each tap over the whole tile (kTapsOuter): where one vector
+ * holds 16 lanes (AVX-512's 32 zmm). Each tap over the tile keeps the window's broadcasts live
+ * beside the accumulators, since each serves every tap: c2 dX f32's [qt=16,ct=1,kwt=3] (18
+ * broadcasts beside 16 accumulators) spilled and ran 1.8x slower than taps inside the positions
+ * (Zen 5, 1 thread, interleaved: 52.7 against 28.9 ms; c1 [qt=12,ct=2,kwt=3] 100 against 65,
+ * spill stores in its loop 71 against 5; tiles that fit either way ran level or up to 10%
+ * faster, b_c3d [qt=8,ct=2,kwt=3,kt=3] 85-89 against 86-94 ms at 2 threads). With AVX2's two
+ * ymm per 16 lanes every tap's weight rows would take 2 x ct x taps of the 16 ymm: there each
+ * tap runs over the tile, loading its weights right before its FMAs. */
+bool taps_inside_positions(const Halide::Target& target);
+
 /** The vector registers (in 16-lane units) a tile of t.qt x t.ct with `taps` row taps per step,
  * `dilation` apart, keeps live beside its accumulators, for tiles whose ct blocks span `spanned`
- * real groups (each its own dy broadcasts). With 32 registers: every tap's weight rows and two
- * broadcasts in flight. With AVX2's two ymm per 16 lanes LLVM loads a tap's weight rows right
- * before its FMAs and keeps the window's broadcasts live instead (each serves every tap): c2 dX on
- * a Zen 3, [qt=4,ct=1,kwt=3] holds 8 accumulators, 2 weight and 6 broadcast ymm without a spill
- * (perf annotate). The one count both the tile choice and the estimate use. */
+ * real groups (each its own dy broadcasts), in the order taps_inside_positions gives. Taps
+ * inside the positions: every tap's weight rows, and the broadcasts a position's taps still
+ * reach ((taps - 1) x dilation + 1 per group): c1 dX [qt=12,ct=2,kwt=3] (24 accumulators + 6 +
+ * 3 = 33) spills 4 times per step and ran 5% behind [qt=8,ct=2] (25). Each tap over the tile:
+ * one tap's weight rows and the window's broadcasts; c2 dX on a Zen 3 (AVX2),
+ * [qt=4,ct=1,kwt=3] holds 8 accumulators, 2 weight and 6 broadcast ymm without a spill (perf
+ * annotate). The one count both the tile choice and the estimate use. */
 int row_taps_operands(const GemmTiles& t, int taps, int dilation, int spanned,
                       const Halide::Target& target);
 

@@ -49,22 +49,27 @@ void use_out_lanes(ops::DxAlgorithm& a, const Problem& p, const std::string& sch
 }
 
 void register_tile(Func acc, Func owner, const VarOrRVar& at, const Var& c0, const Var& pos,
-                   const Var& blk, const std::vector<RVar>& r, bool pairs, bool kw_inside,
+                   const Var& blk, const std::vector<RVar>& r, bool pairs, RowTaps row_taps,
                    bool unroll_pairs) {
   acc.compute_at(LoopLevel(owner, at)).vectorize(c0).unroll(pos).unroll(blk);
   // The order of the update's loops, innermost first: the tile, then r in its order (pairs: the
-  // pair index inside the tile, vectorized; kw_inside: the tap along the row before the rest).
+  // pair index inside the tile, vectorized; row taps: kw inside the tile's positions, or just
+  // outside the tile, before the rest of r).
+  const bool taps = row_taps != RowTaps::kNone;
   std::vector<VarOrRVar> order;
   if (pairs) order.push_back(r.at(0));
-  for (const VarOrRVar& v : {VarOrRVar(c0), VarOrRVar(pos), VarOrRVar(blk)}) order.push_back(v);
-  if (kw_inside) order.push_back(r.at(1));
+  if (row_taps == RowTaps::kTapsInner)
+    order.insert(order.end(), {c0, r.at(1), blk, pos});
+  else
+    order.insert(order.end(), {c0, pos, blk});
+  if (row_taps == RowTaps::kTapsOuter) order.push_back(r.at(1));
   for (size_t i = pairs ? 1 : 0; i < r.size(); ++i)
-    if (!(kw_inside && i == 1)) order.push_back(r[i]);
+    if (!(taps && i == 1)) order.push_back(r[i]);
   Stage s = acc.update();
   s.reorder(order);
   if (pairs) s.atomic().vectorize(r[0]);
   s.vectorize(c0).unroll(pos).unroll(blk);
-  if (kw_inside) s.unroll(r[1]);
+  if (taps) s.unroll(r[1]);
   else if (pairs && unroll_pairs) s.unroll(r[1]);
 }
 

@@ -28,16 +28,26 @@ void stage_dx_weights(const ops::DxAlgorithm& a, const Problem& p, int ct);
  * out_lanes the pipeline's output (so dxp, acc and wz are computed at those lanes only). */
 void use_out_lanes(ops::DxAlgorithm& a, const Problem& p, const std::string& schedule);
 
+/** Where a GEMM tile's taps along the row (GemmTiles::kwt) unroll in its reduction step. */
+enum class RowTaps {
+  kNone,       ///< one tap per step (kw walks outside the tile with the rest of r)
+  kTapsOuter,  ///< each tap over the whole tile: one tap's weight rows and the window's
+               ///< broadcasts live
+  kTapsInner,  ///< every tap of a position before the next position: all taps' weight rows
+               ///< live, a broadcast only while its taps' positions run (gemm_tile.h,
+               ///< taps_inside_positions)
+};
+
 /** The GEMM register tile: `acc` computed at `at` of `owner`, its 16 c0 lanes vectorized and the
  * tile's positions `pos` and channel blocks `blk` unrolled; the update walks r (n, kw, kh, kd)
  * outside the tile. pairs: r is (e, n2, kw, kh, kd) with the pair e vectorized inside c0, an
- * atomic sum of 2 products per lane (a bf16 dot product). kw_inside (GemmTiles::kwt): kw
- * unrolled inside n, so a broadcast serves every tap of its window. unroll_pairs (pairs, not
- * kw_inside): r[1], the walk over channel pairs, unrolled too. */
+ * atomic sum of 2 products per lane (a bf16 dot product). row_taps other than kNone: kw (r[1])
+ * unrolled inside n, so a broadcast serves every tap of its window, in the order given.
+ * unroll_pairs (pairs, kNone): r[1], the walk over channel pairs, unrolled too. */
 void register_tile(Halide::Func acc, Halide::Func owner, const Halide::VarOrRVar& at,
                    const Halide::Var& c0, const Halide::Var& pos, const Halide::Var& blk,
-                   const std::vector<Halide::RVar>& r, bool pairs = false, bool kw_inside = false,
-                   bool unroll_pairs = false);
+                   const std::vector<Halide::RVar>& r, bool pairs = false,
+                   RowTaps row_taps = RowTaps::kNone, bool unroll_pairs = false);
 /** The RVars of `r`, innermost first (what register_tile takes). */
 std::vector<Halide::RVar> rvars(const Halide::RDom& r);
 

@@ -1,13 +1,16 @@
 // partition_only (schedules/loops.h): the loops it does not keep are built whole, the Funcs and
 // loops it keeps Halide partitions as before. Read off the lowered statement: a partitioned loop
 // appears as several loops (its edges and its steady part), a whole one once.
+// register_tile's row taps: the update's loop order each RowTaps gives, and the same sums.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "Halide.h"
 #include "schedules/loops.h"
@@ -71,6 +74,62 @@ TEST(PartitionOnly, KeptFuncsAndLoopsArePartitioned) {
   partition_only(c.out, {}, {{Stage(c.out), c.x}});
   EXPECT_GT(c.loops_of(c.out), 1);
   EXPECT_EQ(c.loops_of(c.padded), 1);
+}
+
+/** register_tile's form: acc(c0, q, blk, row) sums in(q + kw, n, row) x w(c0, blk, kw, n) over
+ * r = (n, kw), computed per row of out; 16 lanes x 4 positions x 2 blocks. Small integers:
+ * every order gives the same sums exactly. */
+struct Tile {
+  Var c0{"c0"}, q{"q"}, blk{"blk"}, row{"row"};
+  RDom r{0, 4, 0, 3, "r"};
+  Func in{"in"}, w{"w"}, acc{"acc"}, out{"out"};
+  static float in_at(int x, int n, int row) { return float((x * 3 + n * 5 + row) % 7 - 3); }
+  static float w_at(int c, int b, int kw, int n) { return float((c + b * 2 + kw * 3 + n) % 5 - 2); }
+  explicit Tile(RowTaps taps) {
+    in(q, c0, row) = cast<float>((q * 3 + c0 * 5 + row) % 7 - 3);
+    w(c0, blk, q, row) = cast<float>((c0 + blk * 2 + q * 3 + row) % 5 - 2);
+    acc(c0, q, blk, row) = 0.0f;
+    acc(c0, q, blk, row) += in(q + r.y, r.x, row) * w(c0, blk, r.y, r.x);
+    out(c0, q, blk, row) = acc(c0, q, blk, row);
+    out.bound(c0, 0, 16).bound(q, 0, 4).bound(blk, 0, 2).bound(row, 0, 3);
+    in.compute_root();
+    w.compute_root();
+    register_tile(acc, out, row, c0, q, blk, {r.x, r.y}, false, taps);
+  }
+  /** The update's loops, innermost first, by name (r.x: n, r.y: kw). */
+  std::vector<std::string> order() {
+    std::vector<std::string> names;
+    for (const auto& d : acc.update().get_schedule().dims())
+      if (d.var != "__outermost") names.push_back(d.var);
+    return names;
+  }
+};
+
+TEST(RegisterTile, RowTapsSetTheUpdatesLoopOrder) {
+  const auto order = [](RowTaps taps) { return Tile(taps).order(); };
+  using V = std::vector<std::string>;
+  // One tap per step: the tile, then n, kw.
+  EXPECT_EQ(order(RowTaps::kNone), (V{"c0", "q", "blk", "r$x", "r$y", "row"}));
+  // Each tap over the tile: kw just outside it.
+  EXPECT_EQ(order(RowTaps::kTapsOuter), (V{"c0", "q", "blk", "r$y", "r$x", "row"}));
+  // Every tap of a position before the next: kw inside the blocks and positions.
+  EXPECT_EQ(order(RowTaps::kTapsInner), (V{"c0", "r$y", "blk", "q", "r$x", "row"}));
+}
+
+TEST(RegisterTile, EveryRowTapOrderGivesTheSameSums) {
+  for (RowTaps taps : {RowTaps::kNone, RowTaps::kTapsOuter, RowTaps::kTapsInner}) {
+    Tile t(taps);
+    Buffer<float> got = t.out.realize({16, 4, 2, 3}, get_host_target());
+    for (int row = 0; row < 3; ++row)
+      for (int b = 0; b < 2; ++b)
+        for (int q = 0; q < 4; ++q)
+          for (int c = 0; c < 16; ++c) {
+            float want = 0;
+            for (int kw = 0; kw < 3; ++kw)
+              for (int n = 0; n < 4; ++n) want += Tile::in_at(q + kw, n, row) * Tile::w_at(c, b, kw, n);
+            ASSERT_EQ(got(c, q, b, row), want) << int(taps) << " " << c << "," << q << "," << b << "," << row;
+          }
+  }
 }
 
 }  // namespace

@@ -160,12 +160,42 @@ TEST(GemmTile, CandidatesAreValidVariantsOwnChoiceFirst) {
   }
 }
 
+TEST(GemmTile, RowTapsCountTheRegistersTheirLoopOrderKeepsLive) {
+  // AVX-512 runs every tap of a position before the next position: all taps' weight rows stay
+  // live, and the broadcasts a position's taps still reach. AVX2 runs each tap over the tile:
+  // one tap's weight rows and the whole window of broadcasts.
+  EXPECT_TRUE(taps_inside_positions(kAvx512));
+  EXPECT_FALSE(taps_inside_positions(kAvx2));
+  const auto operands = [](int qt, int ct, int dilation, int spanned, const Halide::Target& t) {
+    GemmTiles g;
+    g.qt = qt, g.ct = ct;
+    return row_taps_operands(g, 3, dilation, spanned, t);
+  };
+  EXPECT_EQ(operands(16, 1, 1, 1, kAvx512), 3 + 3);  // not the window of 18
+  EXPECT_EQ(operands(4, 1, 1, 1, kAvx512), 3 + 3);
+  EXPECT_EQ(operands(8, 2, 1, 1, kAvx512), 6 + 3);
+  EXPECT_EQ(operands(8, 2, 2, 1, kAvx512), 6 + 5);  // a dilated row reaches further
+  EXPECT_EQ(operands(4, 2, 1, 2, kAvx512), 6 + 6);  // two real groups: each its broadcasts
+  EXPECT_EQ(operands(4, 1, 1, 1, kAvx2), (2 + 6 + 1) / 2);  // 2 weight ymm + 6 broadcasts
+  EXPECT_EQ(operands(4, 1, 1, 2, kAvx2), (2 + 12 + 1) / 2);
+  // The variant rule and the candidates follow the count (32 zmm).
+  GemmShape s = shape(64, 2, false);
+  s.row_taps = 3;
+  EXPECT_EQ(choose_gemm_tiles(s, "qt=16,ct=1,kwt=3").kwt, 3);  // 16 + 6
+  EXPECT_EQ(choose_gemm_tiles(s, "qt=8,ct=2,kwt=3").kwt, 3);   // 16 + 9
+  EXPECT_EQ(user_error_param([&] { choose_gemm_tiles(s, "qt=12,ct=2,kwt=3"); }), "variant");  // 33
+  for (const std::string& key : gemm_candidates(s)) {
+    const GemmTiles c = choose_gemm_tiles(s, key);
+    if (c.kwt > 1) EXPECT_LE(c.qt * c.ct + 3 * c.ct + 3, 32) << key;
+  }
+}
+
 TEST(GemmTile, CandidatesHoldTheWidestTileDividingTheRow) {
   // Pair tiles of 2 blocks hold at most 10 positions; a row of 64 takes 7 tiles of 10 covering
   // 70 (the widest, and the covering one), or 8 tiles of 8 covering it exactly.
   GemmShape s = shape(64, 2, false, kAvx512);
   s.pairs = s.pairs_default = true;
-  s.cap = 10;  // pairs lead: 10 of each form
+  s.cap = 20;  // pairs lead: both forms' tiles
   const auto c = gemm_candidates(s);
   EXPECT_NE(std::find(c.begin(), c.end(), "qt=8,ct=2,pair=2"), c.end());
   const GemmTiles own = choose_gemm_tiles(s, "");  // listed first, as ""
