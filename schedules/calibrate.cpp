@@ -27,7 +27,8 @@ namespace {
 // wait before a short run read from DRAM streams. 5: the 4-byte (broadcast) load rate. 6: the
 // CPUID signature in the key. 7: rates and bandwidths counted by a clock timed beside each run.
 // 8: the VDPBF16PS latency. 9: the VDPBF16PS rate on 24 chains (12 were latency-bound on Zen 5).
-constexpr int kFormat = 9;
+// 10: the fastest readings of up to 3 suites (measure_host).
+constexpr int kFormat = 10;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
 std::string cpuinfo(const std::string& field) {

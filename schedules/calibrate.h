@@ -80,9 +80,13 @@ std::string host_key();
 /** The key of a calibration's own fields (host_key() for one measured here). */
 std::string key_of(const Calibration& c);
 
-/** Runs the suite now: no storage, and no key (cpu_model, cpu_signature, isa are
- * load_or_measure's). */
+/** Runs the suite now, in rounds (up to 3, within about 1.2 s) whose fastest readings it keeps
+ * (fastest_of): no storage, and no key (cpu_model, cpu_signature, isa are load_or_measure's). */
 Calibration measure_host();
+
+/** a with each reading replaced by b's where b's is the faster: the higher rate or bandwidth,
+ * the lower latency or cost (of those measured: 0 where the CPU lacks the feature). */
+Calibration fastest_of(const Calibration& a, const Calibration& b);
 
 /** Where the host's calibration lives: beside TBEX_TUNING_DB when set, else
  * <cache dir>/machine.json. */

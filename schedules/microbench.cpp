@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <cpuid.h>
@@ -17,6 +18,9 @@
 
 namespace tbex::sched {
 namespace {
+
+constexpr int kRounds = 3;              // runs of the suite measure_host takes the fastest of
+constexpr double kRoundsSeconds = 1.2;  // no round starts that would end past this
 
 #define MB_R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define MB_ZERO(k) "vxorps %%xmm" #k ", %%xmm" #k ", %%xmm" #k "\n\t"
@@ -251,10 +255,8 @@ __attribute__((target("amx-tile,amx-bf16"))) double tile_chain_cycles() {
   return cycles / (12.0 * n);
 }
 
-}  // namespace
-
-Calibration measure_host() {
-  const double t0 = now();
+/** One run of the suite. */
+Calibration measure_once() {
   Calibration c;
   const long n = 2000000;
   add_chain(n / 10);
@@ -325,7 +327,46 @@ Calibration measure_host() {
   }).join();
 
   if (cpu_has_amx_bf16() && amx_tiles_permitted()) c.tile_multiply_cycles = tile_chain_cycles();
+  return c;
+}
 
+}  // namespace
+
+Calibration fastest_of(const Calibration& a, const Calibration& b) {
+  Calibration c = a;
+  const auto more = [](double& x, double y) { x = std::max(x, y); };
+  // Costs: the least seen, of those measured (0: the CPU lacks the feature).
+  const auto less = [](double& x, double y) { x = x > 0 && y > 0 ? std::min(x, y) : x > 0 ? x : y; };
+  more(c.ghz, b.ghz);
+  for (auto [w, v] : {std::pair{&c.w256, &b.w256}, std::pair{&c.w512, &b.w512}}) {
+    more(w->fma_per_cycle, v->fma_per_cycle);
+    less(w->fma_latency, v->fma_latency);
+    more(w->loads_per_cycle, v->loads_per_cycle);
+    more(w->bcast_fma_per_cycle, v->bcast_fma_per_cycle);
+    more(w->reg_bcast_fma_per_cycle, v->reg_bcast_fma_per_cycle);
+    more(w->small_loads_per_cycle, v->small_loads_per_cycle);
+  }
+  for (int i = 0; i < 4; ++i) more(c.bw1[i], b.bw1[i]), more(c.bw_mt[i], b.bw_mt[i]);
+  less(c.parallel_for_cycles, b.parallel_for_cycles);
+  less(c.tile_multiply_cycles, b.tile_multiply_cycles);
+  more(c.bf16_dot_per_cycle, b.bf16_dot_per_cycle);
+  less(c.bf16_dot_latency, b.bf16_dot_latency);
+  // 0 here is a reading (no wait beyond the bytes): the least.
+  c.dram_run_start_cycles = std::min(a.dram_run_start_cycles, b.dram_run_start_cycles);
+  return c;
+}
+
+Calibration measure_host() {
+  // Rounds of the suite spread over up to a second, the fastest reading of each: a guest shares
+  // its cores with the host's other work, which takes whole stretches of time, not single
+  // runs. Each run's best of 3-5 tries, one suite at a time, on Zen 5 (KVM), 15 suites: 512-bit
+  // loads 1.70-2.00 a cycle, L2 48-63 bytes a cycle (2 threads 14-58), and once FMAs 1.42 a
+  // cycle against 2.00 (every rate and its clock from one stretch of 0.3 s).
+  const double t0 = now();
+  Calibration c = measure_once();
+  const double once = now() - t0;
+  for (int round = 1; round < kRounds && now() - t0 + once <= kRoundsSeconds; ++round)
+    c = fastest_of(c, measure_once());
   c.seconds = now() - t0;
   return c;
 }
