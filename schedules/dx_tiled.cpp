@@ -194,10 +194,7 @@ class DxTiled final : public GemmTiledSchedule<ops::DxAlgorithm> {
  protected:
   GemmShape shape(const Problem& p) const override {
     // 20 candidates: where pairs lead the list holds both forms' tiles (10 over both dropped
-    // b_c3d dX bf16's [qt=14,ct=1] once the row-dividing tiles joined), and fp32 lists rank as
-    // many (their picks as with 10, Zen 5). A list of 16 once let in c2 dX f32's
-    // [qt=16,ct=1,kwt=3,kt=9], which spilled with each tap over the tile; its registers are now
-    // counted as its loops run (row_taps_operands).
+    // b_c3d dX bf16's [qt=14,ct=1]); fp32 lists picked as with 10 (Zen 5).
     GemmShape s{"dx_tiled", "TBEX_DX_TILE", phase_extent(p, 2), "the positions along w",
                 p.geo.cin1(), "C1", p.group.cin1_g, /*cover_row=*/false, 20};
     // Unit strides: no phase predicate in the reduction, so the kw taps unroll straight and the

@@ -336,7 +336,7 @@ Calibration fastest_of(const Calibration& a, const Calibration& b) {
   Calibration c = a;
   const auto more = [](double& x, double y) { x = std::max(x, y); };
   // Costs: the least seen, of those measured (0: the CPU lacks the feature).
-  const auto less = [](double& x, double y) { x = x > 0 && y > 0 ? std::min(x, y) : x > 0 ? x : y; };
+  const auto less = [](double& x, double y) { x = x > 0 && y > 0 ? std::min(x, y) : std::max(x, y); };
   more(c.ghz, b.ghz);
   for (auto [w, v] : {std::pair{&c.w256, &b.w256}, std::pair{&c.w512, &b.w512}}) {
     more(w->fma_per_cycle, v->fma_per_cycle);
