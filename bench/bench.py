@@ -610,7 +610,7 @@ def aligned(a):
 class TbexCase:
     """One compiled tbex kernel (per workload, pass, dtype) plus its inputs in TBE layouts."""
 
-    def __init__(self, w, pass_, dtype, data, schedule="auto"):
+    def __init__(self, w, pass_, dtype, data, schedule="auto", variant=""):
         import tbex
         from tbex import dsl, layout, tvm
 
@@ -656,8 +656,9 @@ class TbexCase:
             tensors = [f_ph, dy_ph, res]
             self.inputs = (aligned(fz), aligned(dy6))
         t0 = time.perf_counter()
-        sch = dsl.auto_schedule(res, schedule=schedule)
+        sch = dsl.auto_schedule(res, schedule=schedule, variant=variant)
         self.kernel = dsl.build(sch, {"name": "bench", "tensor_list": tensors})
+        self.problem = res.problem  # what tbex.aot.emit takes (profile.py)
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         try:
             self.schedule = str(self.kernel.schedule)
