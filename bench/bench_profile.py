@@ -112,6 +112,20 @@ def _is_mul_add(op):
         "vdpbf16ps", "vdpphps", "vpdpbusd", "vpdpwssd", "tdpbf16ps", "tdpfp16ps", "tdpbssd")
 
 
+def _operands(args):
+    """AT&T operands, split at the commas outside an address's parentheses: the destination
+    is the last ("%ymm0,0x4a0(%rsi,%r10,1)" -> ["%ymm0", "0x4a0(%rsi,%r10,1)"])."""
+    out, depth, cur = [], 0, ""
+    for ch in args:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur]
+
+
 def body_counts(insns):
     """What a loop body holds: instructions, FMAs (multiply-adds and dot products), FMAs with a
     memory operand, other loads, stores, stack (%rsp) accesses, broadcasts (a broadcast instruction or
@@ -119,8 +133,7 @@ def body_counts(insns):
     c = dict(instructions=len(insns), fmas=0, fma_mem=0, loads=0, stores=0, stack=0, broadcasts=0)
     for _, op, args in insns:
         mem = "(" in args
-        last = args.rsplit(",", 1)[-1] if args else ""
-        store = mem and "(" in last and not op.startswith(("cmp", "test", "prefetch"))
+        store = mem and "(" in _operands(args)[-1] and not op.startswith(("cmp", "test", "prefetch"))
         if _is_mul_add(op):
             c["fmas"] += 1
             c["fma_mem"] += int(mem)

@@ -55,7 +55,7 @@ def test_loops_shares_and_body_counts():
         ("vmovaps", "0x40(%rsi,%rax,1),%zmm1"),       # 1004 inner start: a load
         ("vbroadcastss", "-0x40(%rbp,%r10,1),%zmm2"),   # 1008 %rbp: a base register, no stack
         ("vfmadd231ps", "(%rdi){1to16},%zmm2,%zmm3"),  # 100c folded broadcast
-        ("vmovaps", "%zmm4,0x80(%rsp)"),               # 1010 spill store
+        ("vmovaps", "%zmm4,0x80(%rsp,%rax,1)"),        # 1010 spill store (an indexed address)
         ("jne", "1004 <f+0x4>"),                       # 1014 inner back edge
         ("vbroadcastss", "(%rdx),%zmm5"),              # 1018
         ("inc", "%rcx"),                               # 101c
@@ -76,6 +76,13 @@ def test_loops_shares_and_body_counts():
     assert (inner["instructions"], inner["fmas"], inner["fma_mem"], inner["loads"],
             inner["stores"], inner["stack"], inner["broadcasts"]) == (5, 1, 1, 2, 1, 1, 2)
     assert outer["broadcasts"] == 3 and outer["loads"] == 3
+
+
+def test_operands_split_outside_addresses():
+    assert prof._operands("%ymm0,0x4a0(%rsi,%r10,1)") == ["%ymm0", "0x4a0(%rsi,%r10,1)"]
+    assert prof._operands("-0xa200(%rax,%r14,1),%ymm0{%k1}{z}") == ["-0xa200(%rax,%r14,1)",
+                                                                   "%ymm0{%k1}{z}"]
+    assert prof._operands("") == [""]
 
 
 def test_annotate_lines_give_address_percentages():
