@@ -51,6 +51,11 @@ def find_workloads_file(arg):
     return path
 
 
+def load_workloads(arg=None):
+    """The workloads (a list of dicts) of --workloads-file, else of bench/bench_workloads.json."""
+    return json.loads(find_workloads_file(arg).read_text())["workloads"]
+
+
 def out_dims(w):
     def o(i, p0, p1, k, d, s):
         return (i + p0 + p1 - ((k - 1) * d + 1)) // s + 1
@@ -658,7 +663,7 @@ class TbexCase:
         t0 = time.perf_counter()
         sch = dsl.auto_schedule(res, schedule=schedule, variant=variant)
         self.kernel = dsl.build(sch, {"name": "bench", "tensor_list": tensors})
-        self.problem = res.problem  # what tbex.aot.emit takes (profile.py)
+        self.problem = res.problem  # what tbex.aot.emit takes (bench_profile.py)
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         try:
             self.schedule = str(self.kernel.schedule)
@@ -1250,8 +1255,7 @@ def main(argv=None):
         return
     start = time.perf_counter()
 
-    wl_file = find_workloads_file(args.workloads_file)
-    all_wl = json.loads(wl_file.read_text())["workloads"]
+    all_wl = load_workloads(args.workloads_file)
     by_name = {w["name"]: w for w in all_wl}
     names = QUICK if args.quick else [w["name"] for w in all_wl]
     if args.workloads:

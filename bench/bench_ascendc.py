@@ -68,8 +68,7 @@ def main():
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args()
     binary = find_binary()
-    spec = json.loads(Path(B.find_workloads_file(None)).read_text())
-    wls = spec["workloads"]
+    wls = B.load_workloads()
     if a.workloads:
         names = a.workloads.split(",")
         wls = [w for w in wls if w["name"] in names]

@@ -251,7 +251,7 @@ def main(argv=None):
     B.STAT["use"] = args.stat
     start = time.perf_counter()
 
-    all_wl = json.loads(B.find_workloads_file(args.workloads_file).read_text())["workloads"]
+    all_wl = B.load_workloads(args.workloads_file)
     by_name = {w["name"]: w for w in all_wl}
     names = B.parse_list(args.workloads) if args.workloads else (
         QUICK if args.quick else [w["name"] for w in all_wl])

@@ -220,9 +220,9 @@ def main():
     threads_list = [int(t) for t in args.threads.split(",")]
     avail, _, _, _ = bench.watched_availability(threads_list, enabled=not args.no_probe,
                                                 budget=args.wait_budget)
-    spec = json.loads(bench.find_workloads_file(args.workloads_file).read_text())
-    names = args.workloads.split(",") if args.workloads else [w["name"] for w in spec["workloads"]]
-    by_name = {w["name"]: w for w in spec["workloads"]}
+    workloads = bench.load_workloads(args.workloads_file)
+    names = args.workloads.split(",") if args.workloads else [w["name"] for w in workloads]
+    by_name = {w["name"]: w for w in workloads}
     rows = []
     for threads in threads_list:
         tbex.set_num_threads(threads)

@@ -8,7 +8,6 @@ Uses bench.py's workloads, data and timing. Tuning results go to a scratch tunin
 (TBEX_TUNING_DB, default bench/build/tuning.json), never the user's. Prints a markdown table.
 """
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -36,8 +35,7 @@ def main():
     if tbex is None:
         sys.exit("bench_tune: cannot import tbex: " + str(err))
     from tbex import _C
-    spec = json.loads(bench.find_workloads_file(args.workloads_file).read_text())
-    by_name = {w["name"]: w for w in spec["workloads"]}
+    by_name = {w["name"]: w for w in bench.load_workloads(args.workloads_file)}
     tbex.set_num_threads(args.threads)
     rows = []
     for name in args.workloads.split(","):

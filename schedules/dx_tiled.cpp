@@ -349,11 +349,9 @@ void DxTiled::apply(ops::DxAlgorithm& a, const Problem& p, const Context& ctx) c
 
 namespace {
 /** A padded dy staged whole, its positions 4 at a time along w. Halide does not partition the
- * staging loop where its simplifier merges the pad tests of w and h (the seed's pads 0 and 1:
- * one test of min(h, w) and a masked load per 16-lane position, 21 instructions, 13-16% of the
- * seed's dX on a Zen 5); unrolled by 4 the loop takes 29 instructions for 4 positions. Seed dX,
- * 1 thread, AOT harness interleaved: bf16 2.70 -> 2.33 ms, f32 4.36 -> 4.15 (best of 5); g dX
- * level. GuardWithIf: rows of any width. */
+ * staging loop where its simplifier merges the pad tests of w and h into one (the seed's pads 0
+ * and 1: a test and a masked load per 16-lane position, 21 instructions); unrolled, LLVM shares
+ * the tests within the group (29 instructions for 4 positions). GuardWithIf: rows of any width. */
 void unroll_padded_rows(Func f, const Var& w) {
   const Var wo("w_rows"), wi("w_4");
   f.split(w, wo, wi, 4, TailStrategy::GuardWithIf).unroll(wi);
@@ -379,10 +377,12 @@ PartitionedLoops DxTiled::tile(ops::DxAlgorithm& a, const Problem& p, const Cont
     }
   } else {
     stage_dx_weights(a, p, t.ct);
-    if (read == DyRead::kPaddedWhole || read == DyRead::kConvertedWhole)
-      stage_root(read == DyRead::kPaddedWhole ? a.dys : a.dyc, a.n, 16, {a.d, a.b, a.g},
-                 {"t2", "t1"});
-    if (read == DyRead::kPaddedWhole) unroll_padded_rows(a.dys, a.w);
+    if (read == DyRead::kPaddedWhole) {
+      stage_root(a.dys, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+      unroll_padded_rows(a.dys, a.w);
+    } else if (read == DyRead::kConvertedWhole) {
+      stage_root(a.dyc, a.n, 16, {a.d, a.b, a.g}, {"t2", "t1"});
+    }
   }
   const bool peel = peeled_row(p, s, t);
   const auto walk_lanes_in_blocks = [&](Func f) {
