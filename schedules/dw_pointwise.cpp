@@ -1,7 +1,8 @@
 /** dw_pointwise: dW of a 1x1x1 kernel (stride 1, no pads) as a plain GEMM. With one tap, dW is
  * (input channels) x (output channels) summed over every position, and x and dy are already
  * packed panels: 6HD holds each 16-channel block of a (d, n) slab as a dense (H*W, 16) matrix,
- * so x and dy are read in place (fp32; 16-bit inputs are converted per chunk), with no staging,
+ * so x and dy are read in place (fp32; 16-bit dy is converted per chunk, 16-bit x either read in
+ * place and converted by the tile's loads or converted per chunk: key "x"), with no staging,
  * padding or taps.
  *
  * The register tile is CT input blocks (one vector of 16 c0 lanes each) x NT output channels
@@ -27,13 +28,24 @@ struct PwTiles {
   int nt = 16;    ///< output channels per register tile
   int ch = 1;     ///< output rows (ho) per K chunk
   int parts = 1;  ///< reduction split into this many partial sums (dw_parts)
+  /** 16-bit x read where it lies, each of the tile's x vectors converted as it is loaded (key
+   * "x" 1), in place of every block converted per chunk into an fp32 buffer (2). fp32 x is
+   * always read in place (no key). */
+  bool x_in_place = false;
   int64_t tiles = 1;
 };
 
 const TileSpace& space() {
-  static const TileSpace s("dw_pointwise", {"ct", "nt", "ch", "parts"});
+  static const TileSpace s("dw_pointwise", {"ct", "nt", "ch", "parts", "x"});
   return s;
 }
+
+/** Whether x has the choice of PwTiles::x_in_place: 16-bit inputs. */
+bool x_choice_applies(const Problem& p) { return p.in_dtype != DType::kFloat32; }
+
+/** Vector ops beyond the load that turn one loaded 16-lane vector of 16-bit x into fp32: fp16 one
+ * conversion (its load folded into it), bf16 a widening load and a shift. */
+double x_conversion_ops(const Problem& p) { return p.in_dtype == DType::kFloat16 ? 1 : 2; }
 
 /** Loads per FMA of tiles of ct blocks x nt channels over a group's channels: each tile loads
  * its ct blocks (w machine vectors each, counted twice: below) and broadcasts its channels; the
@@ -94,6 +106,8 @@ int l2_chunk(const Problem& p, const Machine& m) {
   return largest_divisor_upto(g.out[1], std::max<int64_t>(fit, ceil_div(256, g.out[2])));
 }
 
+Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t);
+
 PwTiles choose_tiles(const Problem& p, const Context& ctx) {
   const ConvGeometry& g = p.geo;
   PwTiles t;
@@ -107,11 +121,23 @@ PwTiles choose_tiles(const Problem& p, const Context& ctx) {
   t.tiles = tiles_per_group(p, t) * p.group.real_g;
   if (t.tiles < 8) t.parts = dw_parts(p, kDwSplitParts);  // few tiles: split K instead
   if (f.count("parts")) t.parts = dw_parts_of_variant(p, space(), ctx.variant, f.at("parts"));
+  space().require(!f.count("x") || (x_choice_applies(p) && f.at("x") <= 2), ctx.variant,
+                  "x must be 1 (read in place) or 2 (converted per chunk), for 16-bit inputs");
+  if (f.count("x")) {
+    t.x_in_place = f.at("x") == 1;
+  } else if (x_choice_applies(p)) {
+    // The model's choice of the two (the tile, chunk and split above serve both).
+    PwTiles in_place = t;
+    in_place.x_in_place = true;
+    t.x_in_place = estimate_of(p, ctx, in_place).cycles < estimate_of(p, ctx, t).cycles;
+  }
   return t;
 }
 
-std::string key_of(const PwTiles& t) {
-  return space().key({{"ct", t.ct}, {"nt", t.nt}, {"ch", t.ch}, {"parts", t.parts}});
+std::string key_of(const Problem& p, const PwTiles& t) {
+  VariantFields f{{"ct", t.ct}, {"nt", t.nt}, {"ch", t.ch}, {"parts", t.parts}};
+  if (x_choice_applies(p)) f["x"] = t.x_in_place ? 1 : 2;
+  return space().key(f);
 }
 
 Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
@@ -120,8 +146,10 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
   n.threads = ctx.threads;
   // Per position: ct x vectors, nt dy broadcasts (embedded in the FMAs), ct x nt FMAs; the
   // shorter last tile of a group (cout_g % nt channels) its own.
+  // 16-bit x read in place: each x vector converted as it is loaded.
+  const double conversions = t.x_in_place ? t.ct * x_conversion_ops(p) : 0;
   const auto tile_of = [&](int nt) {
-    return RegisterTile{double(t.ct * nt), double(t.ct + nt), t.ct * nt, t.ct + 1, 0, double(nt)};
+    return RegisterTile{double(t.ct * nt), double(t.ct + nt), t.ct * nt, t.ct + 1, conversions, double(nt)};
   };
   n.tile = tile_of(t.nt);
   n.steps_per_visit = double(t.ch * g.out[2]);
@@ -132,8 +160,10 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
     n.tail = tile_of((int)(p.group.cout_g % t.nt));
     n.tail_visits = double(short_tiles) * visits_per_tile;
   }
-  // A visit streams ct blocks of x rows and the lines of dy holding its nt channels.
-  n.visit_bytes = n.steps_per_visit * 64 * (t.ct + ceil_div(t.nt, 16));
+  // A visit streams ct blocks of x rows (in their own dtype where read in place, else fp32)
+  // and the lines of dy holding its nt channels.
+  const double x_row_bytes = 16 * (t.x_in_place ? input_bytes(p) : 4);
+  n.visit_bytes = n.steps_per_visit * (t.ct * x_row_bytes + 64 * ceil_div(t.nt, 16));
   n.visit_footprint = (int64_t)n.visit_bytes;
   // What must stay in cache between a chunk's reuses. fp32 read in place: the tiles sharing x
   // blocks run back to back (output channels innermost), so the chunk's dy lines and one
@@ -141,8 +171,10 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
   // 11.1-11.5 ms against 11.5-12.3 for ch=4, which the model had picked pricing 28 rows from
   // L3). 16-bit: the chunk's buffers, every block converted (d dW f16 at 1 thread: 28 rows
   // 11.9 ms against 10.6 for 4).
-  const int64_t x_blocks = p.in_dtype == DType::kFloat32 ? t.ct : p.group.cin1_g * p.group.real_g;
-  n.chunk_footprint = t.ch * g.out[2] * 64 * (x_blocks + g.cout1());
+  // 16-bit x read in place: like fp32, a tile's blocks at a time (in their own dtype).
+  const bool x_read = p.in_dtype == DType::kFloat32 || t.x_in_place;
+  const int64_t x_blocks = x_read ? t.ct : p.group.cin1_g * p.group.real_g;
+  n.chunk_footprint = t.ch * g.out[2] * ((int64_t)x_row_bytes * x_blocks + 64 * g.cout1());
   n.units = t.parts > 1 ? t.parts : t.tiles;
   // Panels past a quarter of the L3 (the rest holds the output, the chunks' staging and others'
   // lines) come from DRAM chunk by chunk, every block's rows of a chunk a run of their own
@@ -163,9 +195,10 @@ Estimate estimate_of(const Problem& p, const Context& ctx, const PwTiles& t) {
   const double stagers = tile_stagers(t.tiles, ctx.threads, t.parts, p.group.real_g);
   n.pass_bytes = dw_out_elems(p) * 8 * (t.parts > 1 ? 1 + t.parts : 1);
   if (p.in_dtype != DType::kFloat32) {
-    n.stream_bytes = stagers * panel_elems * input_bytes(p);
+    const double converted = t.x_in_place ? dy_elems(p) : panel_elems;
+    n.stream_bytes = stagers * converted * input_bytes(p);
     n.streams_from_dram = from_dram;
-    n.pass_ops = 3 * stagers * panel_elems / m.lanes;
+    n.pass_ops = 3 * stagers * converted / m.lanes;
   }
   n.lane_use = lane_use_of(g.flops(), n);
   return evaluate(n, m);
@@ -185,12 +218,14 @@ class DwPointwise final : public DwSchedule {
   std::string describe(const Problem& p, const Context& ctx) const override {
     const PwTiles t = choose_tiles(p, ctx);
     std::ostringstream s;
-    s << "[" << key_of(t) << "] register tile " << t.ct << " blocks of 16c0 x " << t.nt << "n"
+    s << "[" << key_of(p, t) << "] register tile " << t.ct << " blocks of 16c0 x " << t.nt << "n"
       << (p.group.cout_g % t.nt ? " (the last of a group " + std::to_string(p.group.cout_g % t.nt) + "n)" : "")
       << ", " << t.tiles << " tiles over " << ctx.threads << " threads, K chunks of " << t.ch << " rows x "
       << p.geo.out[2] << " cols, "
       << (t.parts > 1 ? "reduction split in " + std::to_string(t.parts) + " parts, " : "")
-      << (p.in_dtype == DType::kFloat32 ? "x and dy read in place" : "x and dy converted per chunk");
+      << (p.in_dtype == DType::kFloat32 ? "x and dy read in place"
+          : t.x_in_place                  ? "x read in place (converted as loaded), dy converted per chunk"
+                                          : "x and dy converted per chunk");
     return s.str();
   }
   Estimate estimate(const Problem& p, const Context& ctx) const override {
@@ -244,8 +279,14 @@ class DwPointwise final : public DwSchedule {
       t.ch = largest_divisor_upto(p.geo.out[1], std::max<int64_t>(1, ch));
       list.push_back(t);
     }
+    // Right after the own tile, the own tile with x's other form (16-bit inputs).
+    if (x_choice_applies(p)) {
+      PwTiles t = d;
+      t.x_in_place = !d.x_in_place;
+      list.insert(list.begin() + 1, t);
+    }
     std::vector<std::string> keys;
-    for (const PwTiles& t : list) keys.push_back(key_of(t));
+    for (const PwTiles& t : list) keys.push_back(key_of(p, t));
     return TileSpace::candidates(keys, 8);
   }
 
@@ -266,7 +307,7 @@ class DwPointwise final : public DwSchedule {
                                  t.parts, {c0, ni, ci}, {});
     s.vectorize(c0).unroll(ni).unroll(ci);
     if (p.in_dtype != DType::kFloat32) {
-      a.xr.compute_at(red.body, red.chunk).vectorize(c0);
+      if (!t.x_in_place) a.xr.compute_at(red.body, red.chunk).vectorize(c0);
       a.dys.compute_at(red.body, red.chunk).vectorize(n, 16);
     }
     red.intm.compute_at(red.body, tgi).bound_storage(n, t.nt).vectorize(c0).unroll(n).unroll(c1g);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "lower/select.h"
 #include "reference.h"
@@ -479,6 +480,53 @@ TEST(Variants, DwPointwiseShortLastTiles) {
   check_dw_case(wide, DType::kFloat32, "dw_pointwise", 63, {"ct=1,nt=6,ch=4,parts=1"});
   // At most the group's channels.
   EXPECT_THROW(compile(dw_problem(ragged), CompileOptions{"dw_pointwise", "ct=1,nt=49,ch=1,parts=1"}),
+               UserError);
+}
+
+// dw_pointwise's 16-bit x read in place (x=1: each x vector converted as the tile loads it) or
+// converted per chunk (x=2): both forms in the candidates, with split reductions, groups, a short
+// last tile and several input blocks, fp16 and bf16; the key and its rule for fp32 x.
+TEST(Variants, DwPointwiseXInPlaceMatchesReference) {
+  const Case ragged{"pw_ragged", 2, 48, 40, 1, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  const Case grouped{"pw_grouped", 1, 32, 48, 2, {2, 4, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const auto keys = schedule_candidates(dw_problem(ragged, dtype), "dw_pointwise");
+    for (const char* form : {",x=1", ",x=2"})
+      EXPECT_TRUE(std::any_of(keys.begin(), keys.end(), [&](const std::string& k) {
+        return k.find(form) != std::string::npos;
+      })) << dtype_name(dtype) << form;
+    check_dw_case(ragged, dtype, "dw_pointwise", 64,
+                  {"ct=1,nt=5,ch=1,parts=1,x=1", "ct=3,nt=5,ch=5,parts=1,x=1", "ct=1,nt=7,ch=1,parts=2,x=1",
+                   "ct=3,nt=16,ch=5,parts=2,x=2"});
+    check_dw_case(grouped, dtype, "dw_pointwise", 65, {"ct=2,nt=8,ch=2,parts=1,x=1", "ct=1,nt=7,ch=4,parts=2,x=1"},
+                  true);
+    // The two forms sum the same products in the same order: the same bits.
+    const Problem p = dw_problem(grouped, dtype);
+    const ConvGeometry g = geometry(grouped);
+    const auto x6 = to_6hd(random_eighths(numel(x_dims(g)), 7), x_dims(g), dtype);
+    const auto y6 = to_6hd(random_eighths(numel(y_dims(g)), 8), y_dims(g), dtype);
+    std::vector<std::vector<float>> outs;
+    for (const char* v : {"ct=2,nt=8,ch=2,parts=1,x=1", "ct=2,nt=8,ch=2,parts=1,x=2"}) {
+      const std::string d = sched::dw_pointwise_schedule()->describe(p, {lower::host_target(), 1, v});
+      EXPECT_NE(d.find(v[strlen(v) - 1] == '1' ? "x read in place" : "x and dy converted per chunk"),
+                std::string::npos)
+          << d;
+      outs.emplace_back(count(p.output_shape()));
+      compile(p, CompileOptions{"dw_pointwise", v})->run_dense({x6.data(), y6.data()}, outs.back().data());
+    }
+    EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4)) << dtype_name(dtype);
+  }
+  for (const char* v : {"ct=1,nt=8,ch=1,parts=1,x=1", "ct=1,nt=8,ch=1,parts=1,x=2"}) {
+    try {
+      compile(dw_problem(ragged), CompileOptions{"dw_pointwise", v});
+      ADD_FAILURE() << v << " accepted for fp32";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("x must be 1 (read in place) or 2 (converted per chunk), for 16-bit"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(compile(dw_problem(ragged, DType::kFloat16), CompileOptions{"dw_pointwise", "ct=1,nt=8,ch=1,parts=1,x=3"}),
                UserError);
 }
 
