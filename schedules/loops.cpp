@@ -198,7 +198,7 @@ void stage_dy_pairs(const ops::DwAlgorithm& a, const DwReduction& red) {
 Var spread_tiles(Stage s, const std::vector<VarOrRVar>& dims, int64_t tiles, int threads,
                  const DwReduction& red, int parts, std::vector<VarOrRVar> inner,
                  const std::vector<VarOrRVar>& after) {
-  Var tile("tile"), tgo("tgo"), tgi("tgi");
+  Var tile("tile"), tgo("tgo"), tgi(kChunkTiles);
   VarOrRVar fused = dims.at(0);
   for (size_t i = 1; i < dims.size(); ++i) {
     const Var next(i + 1 == dims.size() ? "tile" : "t" + std::to_string(i));

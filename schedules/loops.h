@@ -74,11 +74,16 @@ void partition_only(const Halide::Func& out, const std::vector<Halide::Func>& wh
  * indexed by `part`, each a thread's whole work unit (an rfactor; `acc`
  * then adds them up). The tiles' Func is then chunked along ho by ch rows (a second rfactor):
  * intm holds one chunk's partial sums of one tile, in registers. */
+/** The names of a chunk's loops the lowering can spread a prefetch over (Schedule::
+ * spread_prefetches_over): spread_tiles' loop over a thread's tiles, and a tile's rows. */
+inline constexpr const char* kChunkTiles = "tgi";
+inline constexpr const char* kChunkRows = "rhoi";
+
 struct DwReduction {
   Halide::Func body;     ///< the Func whose update the tiles run in: acc or the partial sums
   Halide::Func intm;     ///< one chunk's partial sums of one tile
   Halide::RVar chunk{"rhoo"};  ///< the chunk loop (ho / ch)
-  Halide::RVar rows{"rhoi"};   ///< intm's loop over a chunk's rows
+  Halide::RVar rows{kChunkRows};  ///< intm's loop over a chunk's rows
   Halide::RVar mid, outer;     ///< the reduction loops outside a chunk (depth, batch)
   Halide::Var part{"part"};    ///< the partial sums' index (parts > 1)
 };

@@ -48,9 +48,10 @@ class Schedule {
   /** True for entries "auto" never picks, used only when requested by name (Halide's
    * autoschedulers: kept for comparison). */
   virtual bool by_name_only() const { return false; }
-  /** The loop var the lowering spreads a prefetch placed right before it over (its lines shared
-   * out among the iterations: lower::mend_prefetches); "" for none. */
-  virtual std::string spread_prefetches_over() const { return ""; }
+  /** The loop nests (loop vars, outermost first) the lowering spreads a prefetch placed right
+   * before them over (its lines shared out among the iterations: lower::mend_prefetches); none
+   * by default. */
+  virtual std::vector<std::vector<std::string>> spread_prefetches_over() const { return {}; }
   /** One line on what the schedule will do for `p` (tiles, splits). */
   virtual std::string describe(const Problem& p, const Context& ctx) const = 0;
   virtual void apply(Algorithm& a, const Problem& p, const Context& ctx) const = 0;

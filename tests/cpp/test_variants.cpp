@@ -163,6 +163,20 @@ TEST(Variants, DwTiledXInPlaceMatchesReference) {
   refused(dw_problem_of(0, DType::kFloat16), "x=1", "x must be 1 (read in place) or 2 (staged)");
 }
 
+// The seed's dW (16 channels, strides of 2; batch and depth scaled down) staged chunk by chunk:
+// where the host is a Zen 4 target its chunks prefetch the next chunk's x (spread over the tiles
+// and their rows: PrefetchLines.DwChunksSpreadOverTilesAndRowsOnZen4), fp32 and fp16, the own
+// choice and a split and an unsplit tile.
+TEST(Variants, DwTiledPrefetchedChunks) {
+  const Case seed{"seed_scaled", 2, 16, 16, 1, {4, 72, 72}, {2, 3, 3}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 1, 0, 1}};
+  const bool prefetches = lower::host_target().has_feature(Halide::Target::AVX512_Zen4);
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    const std::string d = sched::dw_tiled_schedule()->describe(dw_problem(seed, dtype), {lower::host_target(), 1, ""});
+    EXPECT_EQ(d.find("next chunk of x prefetched") != std::string::npos, prefetches) << d;
+    check_dw_case(seed, dtype, "dw_tiled", 66, {"", "nt=8,kwt=3,ch=6,parts=2", "nt=4,kwt=3,ch=12,parts=1"}, true);
+  }
+}
+
 // x staged once for several output depth slices (db): whole depth, part of it, and a split by
 // depth whose last part is shorter than a block ("odd_strided": depth 5 in 3 parts of 2, 2, 1).
 TEST(Variants, DwTiledDepthBlocksMatchReference) {

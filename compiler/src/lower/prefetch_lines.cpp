@@ -44,47 +44,99 @@ Stmt step_by_lines(const For* f) {
                    Evaluate::make(Call::make(c->type, Call::prefetch, args, Call::Intrinsic)));
 }
 
-/** Puts an even share of the lines of prefetch loop `pf` (under the lets `lets` of its offset) at
- * the top of each iteration of the first serial loop of var `over` with a constant extent. */
+/** A prefetch nest: prefetch loops (Halide's "prefetch_reduce_*" over the region's outer dims,
+ * then one "prefetch_split_*" over lines), possibly under lets of their offsets. */
+bool is_prefetch_nest(const Stmt& s) {
+  Stmt at = s;
+  while (const LetStmt* l = at.as<LetStmt>()) at = l->body;
+  const For* f = at.as<For>();
+  if (f == nullptr || f->name.rfind("prefetch_", 0) != 0) return false;
+  return is_prefetch_loop(f) ? f->body.as<Evaluate>() != nullptr : is_prefetch_nest(f->body);
+}
+
+/** The nest `s` with its line loop stepped by lines (step_by_lines), or undefined when it is not
+ * of that form. */
+Stmt stepped_nest(const Stmt& s) {
+  if (const LetStmt* l = s.as<LetStmt>()) {
+    const Stmt body = stepped_nest(l->body);
+    return body.defined() ? LetStmt::make(l->name, l->value, body) : Stmt();
+  }
+  const For* f = s.as<For>();
+  if (f == nullptr) return Stmt();
+  if (is_prefetch_loop(f)) return step_by_lines(f);
+  const Stmt body = stepped_nest(f->body);
+  return body.defined() ? For::make(f->name, f->min, f->extent, f->for_type, f->partition_policy,
+                                    f->device_api, body)
+                        : Stmt();
+}
+
+/** The nest `s` with its line loop narrowed to share `slot` of `slots` (an even share of its
+ * lines, the last ones possibly fewer or none); the outer prefetch loops stay whole. */
+Stmt share_of(const Stmt& s, const Expr& slot, const Expr& slots) {
+  if (const LetStmt* l = s.as<LetStmt>())
+    return LetStmt::make(l->name, l->value, share_of(l->body, slot, slots));
+  const For* f = s.as<For>();
+  if (!is_prefetch_loop(f))
+    return For::make(f->name, f->min, f->extent, f->for_type, f->partition_policy, f->device_api,
+                     share_of(f->body, slot, slots));
+  const Expr per = simplify((f->extent + slots - 1) / slots);
+  const Expr first = simplify(slot * per);
+  return For::make(f->name, simplify(f->min + first), simplify(clamp(f->extent - first, 0, per)),
+                   ForType::Serial, f->partition_policy, f->device_api, f->body);
+}
+
+/** Shares the prefetch nest `pf` (under the lets `lets` of its offset) out over the iterations
+ * of a nest of serial loops, `path` outermost first: the first loop of path[0] with a constant
+ * extent, within its body the first of path[1], and so on. Each iteration of the innermost loop
+ * found prefetches its share at the top of its body. */
 class Spread : public IRMutator {
  public:
-  Spread(const For* pf, std::vector<const LetStmt*> lets, const std::string& over)
-      : pf_(pf), lets_(std::move(lets)), over_(over) {}
+  Spread(Stmt pf, std::vector<const LetStmt*> lets, const std::vector<std::string>& path)
+      : pf_(std::move(pf)), lets_(std::move(lets)), path_(path) {}
   bool done = false;
 
  private:
   using IRMutator::visit;
-  const For* pf_;
+  Stmt pf_;
   std::vector<const LetStmt*> lets_;
-  const std::string& over_;
+  const std::vector<std::string>& path_;
+  size_t level_ = 0;
+  Expr slot_ = 0, slots_ = 1;  ///< the share of the levels entered so far
 
   Stmt visit(const For* op) override {
-    if (done) return op;
+    if (done || level_ >= path_.size()) return IRMutator::visit(op);
     const std::optional<int64_t> iterations = as_const_int(op->extent);
-    const std::optional<int64_t> lines = as_const_int(pf_->extent);
-    if (!is_loop_of(op->name, over_) || op->for_type != ForType::Serial || !iterations ||
-        !lines || *iterations < 2 || !is_const_zero(pf_->min))
+    // The outermost level must run a known count (>= 2); inner ones may run any.
+    if (!is_loop_of(op->name, path_[level_]) || op->for_type != ForType::Serial ||
+        (level_ == 0 && (!iterations || *iterations < 2)))
       return IRMutator::visit(op);
-    done = true;
-    const int per = (int)((*lines + *iterations - 1) / *iterations);
-    const Expr first = (Variable::make(Int(32), op->name) - op->min) * per;
-    const Expr count = clamp(make_const(Int(32), *lines) - first, 0, per);
-    Stmt share = For::make(pf_->name, first, count, ForType::Serial, pf_->partition_policy,
-                           pf_->device_api, pf_->body);
-    for (auto l = lets_.rbegin(); l != lets_.rend(); ++l)
-      share = LetStmt::make((*l)->name, (*l)->value, share);
+    const Expr outer_slot = slot_, outer_slots = slots_;
+    slot_ = simplify(slot_ * op->extent + (Variable::make(Int(32), op->name) - op->min));
+    slots_ = simplify(slots_ * op->extent);
+    ++level_;
+    Stmt body = level_ < path_.size() ? mutate(op->body) : op->body;
+    --level_;
+    if (!done) {
+      // The deepest level found: its iterations prefetch the shares.
+      done = true;
+      Stmt share = share_of(pf_, slot_, slots_);
+      for (auto l = lets_.rbegin(); l != lets_.rend(); ++l)
+        share = LetStmt::make((*l)->name, (*l)->value, share);
+      body = Block::make(share, body);
+    }
+    slot_ = outer_slot, slots_ = outer_slots;
     return For::make(op->name, op->min, op->extent, op->for_type, op->partition_policy,
-                     op->device_api, Block::make(share, op->body));
+                     op->device_api, body);
   }
 };
 
 class MendPrefetches : public IRMutator {
  public:
-  explicit MendPrefetches(const std::string& over) : over_(over) {}
+  explicit MendPrefetches(const std::vector<std::vector<std::string>>& over) : over_(over) {}
 
  private:
   using IRMutator::visit;
-  const std::string& over_;
+  const std::vector<std::vector<std::string>>& over_;
 
   Stmt visit(const For* op) override {
     if (!is_prefetch_loop(op)) return IRMutator::visit(op);
@@ -93,35 +145,37 @@ class MendPrefetches : public IRMutator {
   }
 
   Stmt visit(const Block* op) override {
-    // The prefetch loop may sit under the lets of its offset: Block(LetStmt(.., For), rest).
+    // The prefetch nest may sit under the lets of its offset: Block(LetStmt(.., For), rest).
     std::vector<const LetStmt*> lets;
     Stmt first = op->first;
     while (const LetStmt* l = first.as<LetStmt>()) lets.push_back(l), first = l->body;
-    const For* pf = first.as<For>();
-    if (over_.empty() || !is_prefetch_loop(pf)) return IRMutator::visit(op);
-    const Stmt stepped = step_by_lines(pf);
+    if (over_.empty() || !is_prefetch_nest(first)) return IRMutator::visit(op);
+    const Stmt stepped = stepped_nest(first);
     if (!stepped.defined()) return IRMutator::visit(op);
-    Spread spread(stepped.as<For>(), std::move(lets), over_);
-    const Stmt rest = spread.mutate(op->rest);
-    return spread.done ? mutate(rest) : IRMutator::visit(op);
+    for (const std::vector<std::string>& path : over_) {
+      Spread spread(stepped, lets, path);
+      const Stmt rest = spread.mutate(op->rest);
+      if (spread.done) return mutate(rest);
+    }
+    return IRMutator::visit(op);
   }
 };
 
 /** The custom lowering pass (Halide owns it once added): only the Stmt is mended. */
 class MendPass : public IRMutator {
  public:
-  explicit MendPass(std::string over) : over_(std::move(over)) {}
+  explicit MendPass(std::vector<std::vector<std::string>> over) : over_(std::move(over)) {}
   using IRMutator::mutate;
   Stmt mutate(const Stmt& s) override { return MendPrefetches(over_).mutate(s); }
 
  private:
-  std::string over_;
+  std::vector<std::vector<std::string>> over_;
 };
 
 }  // namespace
 
 void mend_prefetches(Halide::Pipeline& pipeline, const Halide::Target& target,
-                     const std::string& spread_over) {
+                     const std::vector<std::vector<std::string>>& spread_over) {
   if (target.arch == Halide::Target::X86) pipeline.add_custom_lowering_pass(new MendPass(spread_over));
 }
 
