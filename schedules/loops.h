@@ -69,16 +69,16 @@ using PartitionedLoops = std::vector<std::pair<Halide::Stage, Halide::VarOrRVar>
 void partition_only(const Halide::Func& out, const std::vector<Halide::Func>& whole,
                     PartitionedLoops loops);
 
-/** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1
- * (dw_parts' count) the reduction is first split over batch (or depth) into partial sums
- * indexed by `part`, each a thread's whole work unit (an rfactor; `acc`
- * then adds them up). The tiles' Func is then chunked along ho by ch rows (a second rfactor):
- * intm holds one chunk's partial sums of one tile, in registers. */
 /** The names of a chunk's loops the lowering can spread a prefetch over (Schedule::
  * spread_prefetches_over): spread_tiles' loop over a thread's tiles, and a tile's rows. */
 inline constexpr const char* kChunkTiles = "tgi";
 inline constexpr const char* kChunkRows = "rhoi";
 
+/** dW's reduction over (wo, ho, do, b) as the tiled dW schedules stream it. With parts > 1
+ * (dw_parts' count) the reduction is first split over batch (or depth) into partial sums
+ * indexed by `part`, each a thread's whole work unit (an rfactor; `acc`
+ * then adds them up). The tiles' Func is then chunked along ho by ch rows (a second rfactor):
+ * intm holds one chunk's partial sums of one tile, in registers. */
 struct DwReduction {
   Halide::Func body;     ///< the Func whose update the tiles run in: acc or the partial sums
   Halide::Func intm;     ///< one chunk's partial sums of one tile

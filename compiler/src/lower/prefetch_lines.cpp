@@ -44,27 +44,19 @@ Stmt step_by_lines(const For* f) {
                    Evaluate::make(Call::make(c->type, Call::prefetch, args, Call::Intrinsic)));
 }
 
-/** A prefetch nest: prefetch loops (Halide's "prefetch_reduce_*" over the region's outer dims,
- * then one "prefetch_split_*" over lines), possibly under lets of their offsets. */
-bool is_prefetch_nest(const Stmt& s) {
-  Stmt at = s;
-  while (const LetStmt* l = at.as<LetStmt>()) at = l->body;
-  const For* f = at.as<For>();
-  if (f == nullptr || f->name.rfind("prefetch_", 0) != 0) return false;
-  return is_prefetch_loop(f) ? f->body.as<Evaluate>() != nullptr : is_prefetch_nest(f->body);
-}
-
-/** The nest `s` with its line loop stepped by lines (step_by_lines), or undefined when it is not
- * of that form. */
-Stmt stepped_nest(const Stmt& s) {
+/** The prefetch nest `s` (Halide's "prefetch_reduce_*" loops over the region's outer dims around
+ * one "prefetch_split_*" loop over lines, possibly under lets of their offsets) with its line
+ * loop replaced by `line(loop)`; undefined when `s` is not such a nest or `line` gives nothing. */
+template <class Line>
+Stmt with_line_loop(const Stmt& s, const Line& line) {
   if (const LetStmt* l = s.as<LetStmt>()) {
-    const Stmt body = stepped_nest(l->body);
+    const Stmt body = with_line_loop(l->body, line);
     return body.defined() ? LetStmt::make(l->name, l->value, body) : Stmt();
   }
   const For* f = s.as<For>();
-  if (f == nullptr) return Stmt();
-  if (is_prefetch_loop(f)) return step_by_lines(f);
-  const Stmt body = stepped_nest(f->body);
+  if (f == nullptr || f->name.rfind("prefetch_", 0) != 0) return Stmt();
+  if (is_prefetch_loop(f)) return line(f);
+  const Stmt body = with_line_loop(f->body, line);
   return body.defined() ? For::make(f->name, f->min, f->extent, f->for_type, f->partition_policy,
                                     f->device_api, body)
                         : Stmt();
@@ -73,16 +65,12 @@ Stmt stepped_nest(const Stmt& s) {
 /** The nest `s` with its line loop narrowed to share `slot` of `slots` (an even share of its
  * lines, the last ones possibly fewer or none); the outer prefetch loops stay whole. */
 Stmt share_of(const Stmt& s, const Expr& slot, const Expr& slots) {
-  if (const LetStmt* l = s.as<LetStmt>())
-    return LetStmt::make(l->name, l->value, share_of(l->body, slot, slots));
-  const For* f = s.as<For>();
-  if (!is_prefetch_loop(f))
-    return For::make(f->name, f->min, f->extent, f->for_type, f->partition_policy, f->device_api,
-                     share_of(f->body, slot, slots));
-  const Expr per = simplify((f->extent + slots - 1) / slots);
-  const Expr first = simplify(slot * per);
-  return For::make(f->name, simplify(f->min + first), simplify(clamp(f->extent - first, 0, per)),
-                   ForType::Serial, f->partition_policy, f->device_api, f->body);
+  return with_line_loop(s, [&](const For* f) {
+    const Expr per = simplify((f->extent + slots - 1) / slots);
+    const Expr first = simplify(slot * per);
+    return For::make(f->name, simplify(f->min + first), simplify(clamp(f->extent - first, 0, per)),
+                     ForType::Serial, f->partition_policy, f->device_api, f->body);
+  });
 }
 
 /** Shares the prefetch nest `pf` (under the lets `lets` of its offset) out over the iterations
@@ -149,8 +137,8 @@ class MendPrefetches : public IRMutator {
     std::vector<const LetStmt*> lets;
     Stmt first = op->first;
     while (const LetStmt* l = first.as<LetStmt>()) lets.push_back(l), first = l->body;
-    if (over_.empty() || !is_prefetch_nest(first)) return IRMutator::visit(op);
-    const Stmt stepped = stepped_nest(first);
+    if (over_.empty()) return IRMutator::visit(op);
+    const Stmt stepped = with_line_loop(first, step_by_lines);
     if (!stepped.defined()) return IRMutator::visit(op);
     for (const std::vector<std::string>& path : over_) {
       Spread spread(stepped, lets, path);
