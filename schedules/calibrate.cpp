@@ -11,6 +11,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "support/files.h"
 #include "tbex/errors.h"
@@ -27,8 +28,14 @@ namespace {
 // wait before a short run read from DRAM streams. 5: the 4-byte (broadcast) load rate. 6: the
 // CPUID signature in the key. 7: rates and bandwidths counted by a clock timed beside each run.
 // 8: the VDPBF16PS latency. 9: the VDPBF16PS rate on 24 chains (12 were latency-bound on Zen 5).
-// 10: the fastest readings of up to 3 suites (measure_host).
-constexpr int kFormat = 10;
+// 10: the fastest readings of up to 3 suites (measure_host). 11: the threads' share of their
+// cores (thread_share).
+constexpr int kFormat = 11;
+/** thread_share from which the threads count as on cores of their own (two threads on one
+ * core read about 0.5). */
+constexpr double kOwnCoresShare = 0.8;
+/** other_cores from which the machine's own load explains threads sharing cores. */
+constexpr double kOtherLoadCores = 0.1;
 
 /** The value of the first /proc/cpuinfo line starting with `field`. */
 std::string cpuinfo(const std::string& field) {
@@ -129,6 +136,16 @@ CacheInfo host_cache(int level) {
   return {v > 0 ? int64_t(v) : 0, level == 3 ? cpus : 1};
 }
 
+bool host_smt_active() {
+  static const bool active = sysfs("/sys/devices/system/cpu/smt/active") == "1";
+  return active;
+}
+
+bool keeps_calibration(const Calibration& c) {
+  return c.threads <= 1 || c.thread_share <= 0 || c.thread_share >= kOwnCoresShare ||
+         c.other_cores >= kOtherLoadCores || host_smt_active();
+}
+
 namespace {
 
 /** Names c as this host: its model, CPUID signature and ISA flags (what the key is made of). */
@@ -183,6 +200,8 @@ json::Value to_json(const Calibration& c) {
           {"avx512_bf16_dot_per_cycle", c.bf16_dot_per_cycle},
           {"avx512_bf16_dot_latency", c.bf16_dot_latency},
           {"dram_run_start_cycles", c.dram_run_start_cycles},
+          {"thread_share", c.thread_share},
+          {"other_cores", c.other_cores},
           {"seconds", c.seconds}};
 }
 
@@ -209,6 +228,8 @@ Calibration calibration_from_json(const json::Value& v, const std::string& path)
   c.bf16_dot_per_cycle = json::as_number(json::member(v, "avx512_bf16_dot_per_cycle", path), path);
   c.bf16_dot_latency = json::as_number(json::member(v, "avx512_bf16_dot_latency", path), path);
   c.dram_run_start_cycles = json::as_number(json::member(v, "dram_run_start_cycles", path), path);
+  c.thread_share = json::as_number(json::member(v, "thread_share", path), path);
+  c.other_cores = json::as_number(json::member(v, "other_cores", path), path);
   c.seconds = json::as_number(json::member(v, "seconds", path), path);
   user_check(c.ghz > 0, code::kValue, path.c_str(), path + ": ghz is not positive");
   return c;
@@ -230,6 +251,12 @@ bool read_stored(const std::string& path, Calibration& out) {
       if (log::enabled("calibrate"))
         log::print("calibrate", path + " was measured at " + std::to_string(out.threads) +
                                     " threads, this host has " + std::to_string(max_threads()));
+      return false;
+    }
+    // Written where the threads shared cores (by hand, or a suite whose guard this predates).
+    if (!keeps_calibration(out)) {
+      if (log::enabled("calibrate"))
+        log::print("calibrate", path + " was measured while the host ran its threads on shared cores");
       return false;
     }
     return true;
@@ -255,7 +282,16 @@ Calibration load_or_measure(const std::string& path, bool* measured) {
   c = measure_host();
   stamp_host(c);
   if (measured) *measured = true;
-  if (err.empty()) err = support::write_atomic(path, json::to_text(to_json(c)));
+  // Threads that shared cores read every "all threads" figure low (half on two threads): kept
+  // for this process, measured again by the next one. Not a storage problem: no warning.
+  const std::string shared =
+      keeps_calibration(c)
+          ? ""
+          : "its " + std::to_string(c.threads) + " threads ran at " +
+                std::to_string(int(c.thread_share * 100 + 0.5)) +
+                "% of a core each with nothing else running (the host shared the cores): measured "
+                "again by the next process";
+  if (err.empty() && shared.empty()) err = support::write_atomic(path, json::to_text(to_json(c)));
   // Keyed as the kernel cache's fallback: one unwritable directory is one warning.
   if (store && !err.empty())
     log::warn_once("cache-fallback",
@@ -265,18 +301,27 @@ Calibration load_or_measure(const std::string& path, bool* measured) {
                    "location, or TBEX_CACHE=0 to keep everything in memory without this warning.");
   if (log::enabled("calibrate"))
     log::print("calibrate", "measured in " + std::to_string(c.seconds) + " s, " +
-                                (err.empty() ? "stored in " + path : "not stored: " + err));
+                                (!err.empty()      ? "not stored: " + err
+                                 : !shared.empty() ? "not stored: " + shared
+                                                   : "stored in " + path));
   return c;
 }
 
-const Calibration* host_calibration() {
+const Calibration* host_calibration(bool remeasure, bool* measured) {
+  if (measured) *measured = false;
   if (!knobs::get_bool("TBEX_CALIBRATE")) return nullptr;
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Calibration>> by_path;
+  // Replaced calibrations stay alive: Machine::of reads one after the lock is released.
+  static std::vector<std::unique_ptr<Calibration>> retired;
   const std::string path = calibration_path();
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = by_path[path];
-  if (!slot) slot = std::make_unique<Calibration>(load_or_measure(path));
+  if (remeasure) {
+    ::unlink(path.c_str());
+    if (slot) retired.push_back(std::move(slot));
+  }
+  if (!slot) slot = std::make_unique<Calibration>(load_or_measure(path, measured));
   return slot.get();
 }
 

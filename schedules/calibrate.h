@@ -61,8 +61,31 @@ struct Calibration {
    * the latency before the prefetchers take over. What a chunk of panels read in place costs
    * per block beside its bytes. */
   double dram_run_start_cycles = 0;
+  /** FMAs per cycle each of `threads` threads retired while all ran at once, over one thread's
+   * rate alone (0: not measured: one thread, or no FMA unit to probe with): about 1 when every thread had a core of its
+   * own, 1 / threads when the host ran them on one core (a guest's vCPUs placed on the two SMT
+   * threads of a core for a while, or a pool thread that did not get a CPU). The "all threads"
+   * readings of such a suite are of a shared core: on Zen 5 (KVM) every one of them read half
+   * the next suite's, L1 to DRAM. Probed before and after each suite's threaded readings, the
+   * lower kept. */
+  double thread_share = 0;
+  /** Cores' worth of CPU time this machine's other processes used while the suite ran (from
+   * /proc/stat, less this process's own): what else shared the cores. */
+  double other_cores = 0;
   double seconds = 0;              ///< how long the suite took
 };
+
+/** Whether Linux runs SMT on this host (/sys/devices/system/cpu/smt/active): then threads
+ * sharing a core is the machine's normal state, not the host's passing placement. */
+bool host_smt_active();
+
+/** Whether `c` is stored (and a stored one used): not where its threads shared cores
+ * (thread_share below 0.8) while no other process of this machine ran (other_cores under 0.1),
+ * the host's placement of its vCPUs, so the next process measures again instead of pricing every
+ * later ranking's threads at half a core. Kept: one thread, no share measured, a host whose SMT
+ * makes sharing its normal state, and a suite that ran beside this machine's own load (then the
+ * sharing is that load's; measuring again would only meet it again: ctest -j2). */
+bool keeps_calibration(const Calibration& c);
 
 /** The host's data (or unified) cache of `level` (1-3): its bytes, and how many logical CPUs
  * share it. Read from Linux's /sys/devices/system/cpu/cpu0/cache (what lscpu shows); else
@@ -80,8 +103,9 @@ std::string host_key();
 /** The key of a calibration's own fields (host_key() for one measured here). */
 std::string key_of(const Calibration& c);
 
-/** Runs the suite now, in rounds (up to 3, within about 1.2 s) whose fastest readings it keeps
- * (fastest_of): no storage, and no key (cpu_model, cpu_signature, isa are load_or_measure's). */
+/** Runs the suite now, in rounds (up to 3, within about 1.2 s; more, within 1.8 s, while no
+ * round's threads had cores of their own while nothing else ran) whose fastest readings it keeps (fastest_of): no
+ * storage, and no key (cpu_model, cpu_signature, isa are load_or_measure's). */
 Calibration measure_host();
 
 /** a with each reading replaced by b's where b's is the faster: the higher rate or bandwidth,
@@ -94,12 +118,13 @@ std::string calibration_path();
 
 /** The calibration stored at `path` when it holds this host's key, else a fresh measurement
  * written there atomically (a missing, corrupt or foreign file is re-measured; TBEX_CACHE=0
- * measures without writing). `measured` tells which happened. */
+ * measures without writing; one keeps_calibration refuses is this process's only). `measured` tells which happened. */
 Calibration load_or_measure(const std::string& path, bool* measured = nullptr);
 
 /** The process's calibration of the host (load_or_measure once per path), or nullptr when
- * TBEX_CALIBRATE=0. */
-const Calibration* host_calibration();
+ * TBEX_CALIBRATE=0. `remeasure`: the stored file is removed and the suite runs now (`python -m
+ * tbex machine --remeasure`); `measured` tells whether this call ran it. */
+const Calibration* host_calibration(bool remeasure = false, bool* measured = nullptr);
 
 json::Value to_json(const Calibration& c);
 /** UserError(param = path) when the document is not a calibration. */

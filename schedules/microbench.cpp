@@ -5,11 +5,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <cpuid.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <immintrin.h>
 
 #include "schedules/calibrate.h"
@@ -21,6 +25,7 @@ namespace {
 
 constexpr int kRounds = 3;              // runs of the suite measure_host takes the fastest of
 constexpr double kRoundsSeconds = 1.2;  // no round starts that would end past this
+constexpr double kSharedRoundsSeconds = 1.8;  // nor past this while the threads share cores
 
 #define MB_R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define MB_ZERO(k) "vxorps %%xmm" #k ", %%xmm" #k ", %%xmm" #k "\n\t"
@@ -202,6 +207,26 @@ double read_bw(const char* buf, long bytes, int threads) {
   return double(bytes) * reps / cycles_of(3, run);
 }
 
+/** FMAs per cycle each of `threads` threads of the pool retires while all run `k` at once, over
+ * `alone` (one thread's rate): about 1 where each thread has a core of its own, 1 / threads
+ * where they share one (Calibration::thread_share). */
+double thread_share(void (*k)(long, const float*), const float* p, int threads, double alone) {
+  if (threads <= 1 || alone <= 0) return 0;
+  struct Job {
+    void (*k)(long, const float*);
+    const float* p;
+    long n;
+  } job{k, p, 200000};
+  auto task = [](void*, int, uint8_t* closure) {
+    const Job& j = *reinterpret_cast<const Job*>(closure);
+    j.k(j.n, j.p);
+    return 0;
+  };
+  auto run = [&] { parallel_for(nullptr, task, 0, threads, reinterpret_cast<uint8_t*>(&job)); };
+  for (int i = 0; i < 10; ++i) run();  // every thread's vector units at full rate (rate())
+  return 12.0 * double(job.n) / cycles_of(3, run) / alone;
+}
+
 /** Cycles one thread loses per short run read from DRAM beyond its bytes at `bw` bytes per
  * cycle: 4 KiB pages of [buf, buf + bytes), which nothing has read for a while, in a scattered
  * order (a stride coprime with the page count), three disjoint sets; the fastest set. */
@@ -255,6 +280,26 @@ __attribute__((target("amx-tile,amx-bf16"))) double tile_chain_cycles() {
   return cycles / (12.0 * n);
 }
 
+/** CPU seconds this machine's CPUs have been busy (/proc/stat's first line: user, nice, system,
+ * irq, softirq; 0 where it is unreadable) and this process's own (getrusage). */
+struct CpuTimes {
+  double machine = 0, own = 0;
+};
+CpuTimes cpu_times() {
+  CpuTimes t;
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  long long v[7] = {};
+  if (in >> cpu >> v[0] >> v[1] >> v[2] >> v[3] >> v[4] >> v[5] >> v[6] && cpu == "cpu")
+    t.machine = double(v[0] + v[1] + v[2] + v[5] + v[6]) / double(std::max(1l, sysconf(_SC_CLK_TCK)));
+  rusage r{};
+  if (getrusage(RUSAGE_SELF, &r) == 0)
+    t.own = double(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+            1e-6 * double(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+  if (t.machine <= 0) t.own = 0;  // nothing to subtract from: no other load seen
+  return t;
+}
+
 /** One run of the suite. */
 Calibration measure_once() {
   Calibration c;
@@ -285,6 +330,15 @@ Calibration measure_once() {
     const int was = num_threads();
     set_num_threads(0);
     c.threads = num_threads();
+    // Whether the threads run on cores of their own, before and after their readings.
+    const bool z = c.w512.fma_per_cycle > 0;
+    auto share = [&] {
+      return c.w256.fma_per_cycle > 0 || z
+                 ? thread_share(z ? z_fma : y_fma, small, c.threads,
+                                z ? c.w512.fma_per_cycle : c.w256.fma_per_cycle)
+                 : 0.0;
+    };
+    const double share_before = share();
     if (__builtin_cpu_supports("avx2")) {
       const CacheInfo c1 = host_cache(1), c2 = host_cache(2);
       const long l1 = c1.bytes > 0 ? long(c1.bytes) : 32l << 10;
@@ -323,6 +377,7 @@ Calibration measure_once() {
                               for (int i = 0; i < reps; ++i)
                                 parallel_for(nullptr, empty, 0, c.threads, nullptr);
                             }) / reps;
+    c.thread_share = std::min(share_before, share());
     set_num_threads(was);
   }).join();
 
@@ -348,6 +403,7 @@ Calibration fastest_of(const Calibration& a, const Calibration& b) {
   }
   for (int i = 0; i < 4; ++i) more(c.bw1[i], b.bw1[i]), more(c.bw_mt[i], b.bw_mt[i]);
   less(c.parallel_for_cycles, b.parallel_for_cycles);
+  more(c.thread_share, b.thread_share);
   less(c.tile_multiply_cycles, b.tile_multiply_cycles);
   more(c.bf16_dot_per_cycle, b.bf16_dot_per_cycle);
   less(c.bf16_dot_latency, b.bf16_dot_latency);
@@ -363,10 +419,25 @@ Calibration measure_host() {
   // loads 1.70-2.00 a cycle, L2 48-63 bytes a cycle (2 threads 14-58), and once FMAs 1.42 a
   // cycle against 2.00 (every rate and its clock from one stretch of 0.3 s).
   const double t0 = now();
+  const CpuTimes start = cpu_times();
+  // Cores' worth of CPU this machine's other processes used since t0.
+  auto others = [&] {
+    const CpuTimes t = cpu_times();
+    return std::max(0.0, (t.machine - start.machine) - (t.own - start.own)) /
+           std::max(1e-3, now() - t0);
+  };
   Calibration c = measure_once();
   const double once = now() - t0;
   for (int round = 1; round < kRounds && now() - t0 + once <= kRoundsSeconds; ++round)
     c = fastest_of(c, measure_once());
+  c.other_cores = others();
+  // No round's threads had cores of their own: more rounds while the budget lasts (the host's
+  // placement changes over seconds; measured on Zen 5 (KVM): a whole suite's "all threads"
+  // readings at half the next one's).
+  while (!keeps_calibration(c) && now() - t0 + once <= kSharedRoundsSeconds) {
+    c = fastest_of(c, measure_once());
+    c.other_cores = others();
+  }
   c.seconds = now() - t0;
   return c;
 }

@@ -18,17 +18,19 @@ void define_machine(pyb::module_& m) {
       [](bool remeasure) {
         pyb::dict out;
         const std::string path = sched::calibration_path();
-        // Measured at a busy moment, the stored rates are low: measuring again replaces them.
-        if (remeasure) ::unlink(path.c_str());
         const bool enabled = knobs::get_bool("TBEX_CALIBRATE");
         out["path"] = path;
         out["enabled"] = enabled;
         out["key"] = sched::host_key();
         if (enabled) {
+          // Measured at a busy moment, the stored rates are low: measuring again replaces them.
+          // The process's own calibration, so the model's inputs below are of the same suite
+          // (one that is not stored would otherwise run again for them).
           bool measured = false;
-          const sched::Calibration c = sched::load_or_measure(path, &measured);
+          const sched::Calibration* c = sched::host_calibration(remeasure, &measured);
           out["measured_now"] = measured;
-          out["calibration"] = json::to_text(sched::to_json(c));
+          out["keeps_calibration"] = sched::keeps_calibration(*c);
+          out["calibration"] = json::to_text(sched::to_json(*c));
         }
         const sched::Machine mm = sched::Machine::of(Halide::get_host_target());
         json::Value model = {{"calibrated", mm.calibrated},

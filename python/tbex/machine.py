@@ -35,6 +35,14 @@ def describe(remeasure: bool = False) -> str:
                      f"{c['dram_run_start_cycles']:.0f} cycles beyond its bytes")
         lines.append(f"empty parallel-for on {c['threads']} threads: "
                      f"{c['parallel_for_cycles']:.0f} cycles")
+        if c["thread_share"] > 0:
+            lines.append(f"FMAs per thread with {c['threads']} threads at once: "
+                         f"{c['thread_share']:.2f} of one thread's" +
+                         ("" if info["keeps_calibration"] else
+                          " (the host ran the threads on shared cores: this calibration is not "
+                          "stored, the next process measures again)") +
+                         (f"; other processes used {c['other_cores']:.2f} cores meanwhile"
+                          if c["other_cores"] >= 0.05 else ""))
         dot = c["avx512_bf16_dot_per_cycle"]
         lines.append(f"AVX512_BF16: VDPBF16PS {dot:.2f}/cycle, latency "
                      f"{c['avx512_bf16_dot_latency']:.2f} cycles" if dot > 0 else

@@ -64,6 +64,16 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   }
   EXPECT_GT(a.parallel_for_cycles, 0.0);
   EXPECT_GE(a.threads, 1);
+  // Each thread's FMA rate with all at once, over one alone: at most a little over 1, and
+  // measured wherever there are threads to share and an FMA unit to probe.
+  if (a.threads > 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_GT(a.thread_share, 0.2);
+    EXPECT_LT(a.thread_share, 1.3);
+  } else
+    EXPECT_EQ(a.thread_share, 0.0);
+  if (!sched::keeps_calibration(a))
+    GTEST_SKIP() << "the host ran the suite's " << a.threads << " threads at "
+                 << a.thread_share << " of a core each: nothing stored to read back";
 
   // Read back: not measured again, the same values.
   const sched::Calibration b = sched::load_or_measure(path, &measured);
@@ -81,8 +91,9 @@ TEST(CostModelCalibration, MeasuresStoresAndReadsBack) {
   // register-broadcast rate (format 2), before the DRAM run start (format 3), before the small
   // loads' rate (format 4), before the CPUID signature (format 5), before the clock timed beside
   // each run (format 6), before the VDPBF16PS latency (format 7), before the VDPBF16PS rate on
-  // 24 chains (format 8), before the fastest of several suites (format 9).
-  for (int format : {1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+  // 24 chains (format 8), before the fastest of several suites (format 9), before the threads'
+  // share of their cores (format 10).
+  for (int format : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
     json::Value older = sched::to_json(a);
     older["format"] = format;
     support::write_text(path, json::to_text(older));
@@ -128,6 +139,7 @@ TEST(CostModelCalibration, RoundsKeepEachReadingsFastest) {
   a.bf16_dot_per_cycle = 1.59, b.bf16_dot_per_cycle = 2.0;
   a.bf16_dot_latency = 6.1, b.bf16_dot_latency = 6.0;
   a.dram_run_start_cycles = 560, b.dram_run_start_cycles = 0;  // 0: no wait beyond the bytes
+  a.thread_share = 0.5, b.thread_share = 0.97;
   a.threads = b.threads = 2;
   const sched::Calibration c = sched::fastest_of(a, b);
   EXPECT_EQ(c.ghz, 3.8);
@@ -140,6 +152,7 @@ TEST(CostModelCalibration, RoundsKeepEachReadingsFastest) {
   EXPECT_EQ(c.bf16_dot_per_cycle, 2.0);
   EXPECT_EQ(c.bf16_dot_latency, 6.0);
   EXPECT_EQ(c.dram_run_start_cycles, 0);
+  EXPECT_EQ(c.thread_share, 0.97);  // one round's threads had cores of their own
   // A cost the CPU cannot measure (0: no AMX) stays unmeasured; one round's reading wins.
   EXPECT_EQ(c.tile_multiply_cycles, 0);
   b.tile_multiply_cycles = 19;
@@ -174,8 +187,42 @@ TEST(CostModelCalibration, AllThreadsReadingsAreEveryCoresWhateverThePoolSize) {
     EXPECT_TRUE(measured) << threads;
     EXPECT_EQ(b.threads, max_threads());
   }
+  const sched::Calibration last = sched::load_or_measure(path, &measured);
+  if (sched::keeps_calibration(last)) EXPECT_FALSE(measured);
+  ::unlink(path.c_str());
+}
+
+// A suite whose threads shared a core while nothing else ran (the host placing two vCPUs on one
+// core's SMT threads for a while: every "all threads" reading half the next suite's) is not
+// kept: keeps_calibration says so, and a stored file that says so is measured again.
+TEST(CostModelCalibration, SuitesWhoseThreadsSharedCoresAreNotKept) {
+  sched::Calibration c;
+  c.threads = 1;
+  EXPECT_TRUE(sched::keeps_calibration(c));  // nothing to share
+  c.threads = 2;
+  c.thread_share = 0;
+  EXPECT_TRUE(sched::keeps_calibration(c));  // not measured: no FMA unit to probe with
+  c.thread_share = 0.93;
+  EXPECT_TRUE(sched::keeps_calibration(c));
+  c.thread_share = 0.5;
+  // Where Linux runs SMT, threads on one core are the machine's normal state: kept.
+  EXPECT_EQ(sched::keeps_calibration(c), sched::host_smt_active());
+  // This machine's own load explains the sharing (ctest -j2): measuring again would meet it.
+  c.other_cores = 0.6;
+  EXPECT_TRUE(sched::keeps_calibration(c));
+
+  if (max_threads() < 2 || sched::host_smt_active())
+    GTEST_SKIP() << "a stored file of shared threads is kept here (" << max_threads()
+                 << " threads, SMT " << (sched::host_smt_active() ? "active" : "inactive") << ")";
+  const std::string path = temp_path("shared.json");
+  bool measured = false;
+  const sched::Calibration a = sched::load_or_measure(path, &measured);
+  json::Value shared = sched::to_json(a);
+  shared["thread_share"] = 0.5;
+  shared["other_cores"] = 0.0;
+  support::write_text(path, json::to_text(shared));
   sched::load_or_measure(path, &measured);
-  EXPECT_FALSE(measured);
+  EXPECT_TRUE(measured);
   ::unlink(path.c_str());
 }
 
