@@ -245,13 +245,18 @@ TEST(CostModel, TapsInThePaddingAreNotCounted) {
 
 TEST(CostModel, PairTilesStreamBf16Bytes) {
   // The pair forms keep both operands bf16: a step of 16 bf16 pairs reads the 64 bytes an fp32
-  // step does, for two reduction points. dX: one block's weights over 32 output channels and 27
-  // taps are 27 KB as pairs (in L1), 55 KB as fp32 (unchunked: streamed per visit). dW: a row
-  // pair (two rows of x and of dy in bf16) streams what one fp32 row does, so over the same rows
-  // the pair tile's visits (half as many) stream half the bytes from the same level.
+  // step does, for two reduction points. dX: one block's weights over 16 output channels and 27
+  // taps are 13.8 KB as pairs, 27.6 KB as fp32; with as many 16-channel groups as the host's
+  // L1 visit budget holds as pairs (Machine::of reads the host's caches even uncalibrated: 32
+  // output channels on a 48 KB L1, 16 on Zen 4's 32 KB), the pairs stay in L1 and fp32
+  // (unchunked: twice the bytes) streams per visit. dW: a row pair (two rows of x and of dy in
+  // bf16) streams what one fp32 row does, so over the same rows the pair tile's visits (half
+  // as many) stream half the bytes from the same level.
   knobs::set("TBEX_CALIBRATE", "0");
   const Halide::Target zen4("x86-64-linux-sse41-avx-avx2-f16c-fma-avx512-avx512_skylake-avx512_zen4");
-  const Conv c1{1, 32, 16, 16, 16, 32, {3, 3, 3}, {1, 1, 1}, 1};
+  const int64_t group_bytes = 16 * 27 * 16 * 2;
+  const int64_t cout = 16 * std::max<int64_t>(1, sched::Machine::of(zen4).l1_visit_bytes() / group_bytes);
+  const Conv c1{1, 32, 16, 16, 16, cout, {3, 3, 3}, {1, 1, 1}, 1};
   const Problem dx = dx_problem(c1, DType::kBFloat16);
   const auto* tiled = sched::dx_tiled_schedule();
   const sched::Estimate pairs = tiled->estimate(dx, {zen4, 1, "qt=8,ct=1,pair=2"});
